@@ -1,0 +1,105 @@
+/* optable.c: the op table and the language's other static facts, expanded
+ * from the .def files in lang/. Nothing else in the project lists ops. */
+#include "ir/ir.h"
+
+#include <string.h>
+
+#define VARIADIC RAF_VARIADIC
+#define NOATTRS NULL, 0
+#define ATTRS(...)                                                             \
+  (const raf_attr_spec[]){__VA_ARGS__},                                        \
+      (int)(sizeof((raf_attr_spec[]){__VA_ARGS__}) / sizeof(raf_attr_spec))
+#define ALL 0xffffffffu
+
+#define OP(e, name, nop, nres, attrs, infer, ...) raf_status infer(raf_infer *);
+#include "lang/ops.def"
+#undef OP
+
+#define OP(e, name, nop, nres, attrs, infer, dtypes, diff, fusion, amp, cost)  \
+  {name,                                                                       \
+   nop,                                                                        \
+   nres,                                                                       \
+   attrs,                                                                      \
+   infer,                                                                      \
+   RAF_DTYPES_##dtypes,                                                        \
+   diff,                                                                       \
+   RAF_FUSE_##fusion,                                                          \
+   RAF_AMP_##amp,                                                              \
+   cost},
+const raf_op_info raf_op_table[RAF_OP_COUNT] = {
+#include "lang/ops.def"
+};
+#undef OP
+
+bool raf_op_lookup(const char *name, size_t len, raf_opcode *out) {
+  /* A linear scan: the spellings differ early, and there is no state to
+   * build or share between threads. */
+  for (int i = 0; i < RAF_OP_COUNT; i++) {
+    const char *s = raf_op_table[i].name;
+    if (s[0] == name[0] && strlen(s) == len && memcmp(s, name, len) == 0) {
+      *out = (raf_opcode)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+#define ENTITY_ATTR(where, spec) spec,
+static const raf_attr_spec entity_specs[] = {
+#include "lang/attrs.def"
+};
+#undef ENTITY_ATTR
+#define ENTITY_ATTR(where, spec) RAF_ENTITY_##where,
+static const raf_entity entity_of[] = {
+#include "lang/attrs.def"
+};
+#undef ENTITY_ATTR
+
+const raf_attr_spec *raf_entity_attrs(raf_entity e, int *count) {
+  /* attrs.def keeps each entity's rows together. */
+  int n = (int)(sizeof entity_of / sizeof entity_of[0]), first = -1, k = 0;
+  for (int i = 0; i < n; i++)
+    if (entity_of[i] == e) {
+      if (first < 0)
+        first = i;
+      k++;
+    }
+  *count = k;
+  return first < 0 ? NULL : &entity_specs[first];
+}
+
+static const struct {
+  const char *name;
+  int size;
+  raf_dtype_class cls;
+} dtype_facts[RAF_DTYPE_COUNT] = {
+#define DTYPE(e, s, size, cls) {s, size, RAF_CLASS_##cls},
+#include "lang/dtypes.def"
+#undef DTYPE
+};
+
+const char *raf_dtype_name(raf_dtype dt) { return dtype_facts[dt].name; }
+int raf_dtype_size(raf_dtype dt) { return dtype_facts[dt].size; }
+raf_dtype_class raf_dtype_class_of(raf_dtype dt) { return dtype_facts[dt].cls; }
+bool raf_dtype_is_float(raf_dtype dt) {
+  return dtype_facts[dt].cls == RAF_CLASS_FLOAT;
+}
+
+bool raf_dtype_from_name(const char *s, size_t len, raf_dtype *out) {
+  for (int i = 0; i < RAF_DTYPE_COUNT; i++)
+    if (strlen(dtype_facts[i].name) == len &&
+        memcmp(dtype_facts[i].name, s, len) == 0) {
+      *out = (raf_dtype)i;
+      return true;
+    }
+  return false;
+}
+
+const char *raf_attr_kind_desc(raf_attr_kind k) {
+  static const char *const desc[] = {
+#define ATTRKIND(e, d) d,
+#include "lang/attrkinds.def"
+#undef ATTRKIND
+  };
+  return desc[k];
+}

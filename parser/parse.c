@@ -1,0 +1,110 @@
+/* parse.c: raf_parse_module, the entry point of the parser.
+ *
+ * Parsing is two steps. The grammar builds every function with the types the
+ * text states; then, with the whole module known, calls and @function
+ * attributes are resolved (a function may be called before its definition)
+ * and the types left out are inferred in statement order.
+ */
+#include "parser/build.h"
+#include "parser.h"
+#include "lexer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void resolve_func_attrs(raf_parser *p, raf_attrs *a) {
+  for (int i = 0; i < a->n; i++) {
+    raf_attr *at = &a->v[i];
+    if (at->kind != RAF_ATTR_FUNC)
+      continue;
+    const char *name = at->val.u.s;
+    at->val.u.func = name ? raf_module_find_func(p->m, name) : NULL;
+    if (!at->val.u.func)
+      raf_parse_error(p, at->loc, "unknown function @%s", name ? name : "");
+  }
+}
+
+static void resolve_module(raf_parser *p) {
+  for (int i = 0; i < p->calls.n; i++) {
+    raf_pending_call *c = &RAF_BUF_AT(&p->calls, raf_pending_call, i);
+    char *name = raf_arena_strndup(&p->m->arena, c->callee.s + 1,
+                                   (size_t)c->callee.len - 1);
+    c->stmt->callee = name ? raf_module_find_func(p->m, name) : NULL;
+    if (!c->stmt->callee)
+      raf_parse_error(p, c->callee.loc, "call of undefined function %.*s",
+                      c->callee.len, c->callee.s);
+  }
+  for (raf_func *f = p->m->first; f; f = f->next) {
+    resolve_func_attrs(p, &f->attrs);
+    for (int i = 0; i < f->nargs; i++)
+      resolve_func_attrs(p, &f->args[i].attrs);
+    for (int i = 0; i < f->nresults; i++)
+      resolve_func_attrs(p, &f->results[i].attrs);
+    for (raf_stmt *s = f->first; s; s = s->next)
+      resolve_func_attrs(p, &s->attrs);
+  }
+}
+
+static void infer_missing_types(raf_parser *p) {
+  raf_type *types[64];
+  for (raf_func *f = p->m->first; f; f = f->next)
+    for (raf_stmt *s = f->first; s; s = s->next) {
+      if (s->nresults == 0 || s->results[0]->type)
+        continue;
+      bool known = s->op != RAF_OP_CALL || s->callee;
+      for (int i = 0; known && i < s->noperands; i++)
+        known = s->operands[i].value && s->operands[i].value->type;
+      /* An unknown operand type was reported where it arose. */
+      if (!known)
+        continue;
+      if (s->nresults > (int)(sizeof types / sizeof types[0])) {
+        raf_parse_error(p, s->loc, "too many results to infer");
+        continue;
+      }
+      if (raf_infer_stmt(p->m, s, types, s->nresults) != RAF_OK)
+        continue;
+      for (int i = 0; i < s->nresults; i++)
+        s->results[i]->type = types[i];
+    }
+}
+
+static void parser_free(raf_parser *p) {
+  raf_buf *bufs[] = {&p->placeholders, &p->lhs,   &p->operands, &p->types,
+                     &p->dims,         &p->nums,  &p->attrs,    &p->results,
+                     &p->lit,          &p->calls};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+    free(bufs[i]->v);
+  raf_strmap_free(&p->forward);
+}
+
+raf_module *raf_parse_module(raf_ctx *ctx, const char *name, const char *text,
+                             size_t len, uint32_t first_line) {
+  raf_parser p;
+  memset(&p, 0, sizeof p);
+  p.ctx = ctx;
+  p.file = raf_ctx_add_source(ctx, name, text, len, first_line);
+  p.line = first_line ? first_line : 1;
+  p.after_nl = true;
+  p.m = raf_module_create(ctx);
+  if (!p.m)
+    return NULL;
+  size_t errors = raf_error_count(ctx);
+  yyscan_t scanner;
+  if (raf_yylex_init_extra(&p, &scanner)) {
+    raf_module_destroy(p.m);
+    return NULL;
+  }
+  YY_BUFFER_STATE buf = raf_yy_scan_bytes(text, (int)len, scanner);
+  raf_yyparse(scanner, &p);
+  resolve_module(&p);
+  if (raf_error_count(ctx) == errors)
+    infer_missing_types(&p);
+  raf_yy_delete_buffer(buf, scanner);
+  raf_yylex_destroy(scanner);
+  parser_free(&p);
+  if (raf_error_count(ctx) != errors) {
+    raf_module_destroy(p.m);
+    return NULL;
+  }
+  return p.m;
+}

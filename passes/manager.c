@@ -1,0 +1,348 @@
+/* manager.c: the pass registry and the pass manager.
+ *
+ * The registry is passes/passes.def expanded; the manager runs a pipeline of
+ * registered passes in order, with the instrumentation of LLVM's and MLIR's
+ * pass managers: verification after each pass, timing, IR dumps before and
+ * after a pass, and bisection (run only the first N passes).
+ */
+#include "passes/pass.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOOPTS NULL, 0
+#define OPTS(...)                                                              \
+  (const raf_attr_spec[]){__VA_ARGS__},                                        \
+      (int)(sizeof((raf_attr_spec[]){__VA_ARGS__}) / sizeof(raf_attr_spec))
+
+typedef struct pass_entry {
+  raf_pass_info info;
+  raf_pass_fn run;
+  const raf_attr_spec *specs;
+  int nspecs;
+} pass_entry;
+
+static const pass_entry registry[] = {
+#define PASS(id, name, summary, options)                                       \
+  {{name, summary}, raf_pass_##id, options},
+#include "passes/passes.def"
+#undef PASS
+};
+#define NPASSES (sizeof registry / sizeof registry[0])
+
+static const raf_pass_info infos[] = {
+#define PASS(id, name, summary, options) {name, summary},
+#include "passes/passes.def"
+#undef PASS
+};
+
+const raf_pass_info *raf_pass_list(size_t *count) {
+  *count = NPASSES;
+  return infos;
+}
+
+/* ---- Options -------------------------------------------------------------- */
+
+static const raf_attr *find_opt(const raf_pass_args *a, const char *name,
+                                raf_attr_value *out) {
+  const raf_attr *at = raf_attrs_find(&a->options, name);
+  if (at) {
+    *out = at->val;
+    return at;
+  }
+  const raf_attr_spec *s = raf_spec_find(a->specs, a->nspecs, name);
+  if (s)
+    *out = s->def;
+  return NULL;
+}
+
+int64_t raf_pass_opt_int(const raf_pass_args *a, const char *name) {
+  raf_attr_value v = {{0}};
+  find_opt(a, name, &v);
+  return v.u.i;
+}
+double raf_pass_opt_float(const raf_pass_args *a, const char *name) {
+  raf_attr_value v = {{0}};
+  find_opt(a, name, &v);
+  return v.u.f;
+}
+bool raf_pass_opt_bool(const raf_pass_args *a, const char *name) {
+  raf_attr_value v = {{0}};
+  find_opt(a, name, &v);
+  return v.u.b;
+}
+const char *raf_pass_opt_str(const raf_pass_args *a, const char *name) {
+  raf_attr_value v = {{0}};
+  find_opt(a, name, &v);
+  return v.u.s;
+}
+
+/* ---- Pipelines ------------------------------------------------------------ */
+
+typedef struct stage {
+  const pass_entry *pass;
+  raf_attrs options;
+} stage;
+
+struct raf_pipeline {
+  raf_ctx *ctx;
+  raf_arena arena; /* option names and values */
+  stage *stages;
+  size_t n, cap;
+};
+
+void raf_pipeline_options_init(raf_pipeline_options *o) {
+  memset(o, 0, sizeof *o);
+  o->verify_each = true;
+  o->bisect_limit = -1;
+  o->report = stderr;
+}
+
+raf_pipeline *raf_pipeline_create(raf_ctx *ctx) {
+  raf_pipeline *p = calloc(1, sizeof *p);
+  if (p) {
+    p->ctx = ctx;
+    raf_arena_init(&p->arena);
+  }
+  return p;
+}
+
+void raf_pipeline_destroy(raf_pipeline *p) {
+  if (!p)
+    return;
+  raf_arena_free(&p->arena);
+  free(p->stages);
+  free(p);
+}
+
+size_t raf_pipeline_length(const raf_pipeline *p) { return p->n; }
+
+static raf_loc noloc(void) { return (raf_loc){NULL, 0, 0}; }
+
+/* Parses one "key=value" (or bare "key") option of pass e into *out. */
+static raf_status parse_option(raf_pipeline *p, const pass_entry *e,
+                               const char *text, size_t len, raf_attr *out) {
+  const char *eq = memchr(text, '=', len);
+  size_t klen = eq ? (size_t)(eq - text) : len;
+  char *key = raf_arena_strndup(&p->arena, text, klen);
+  const char *vtext = eq ? eq + 1 : "true";
+  size_t vlen = eq ? len - klen - 1 : 4;
+  if (vlen >= 2 && vtext[0] == '"' && vtext[vlen - 1] == '"') {
+    vtext++;
+    vlen -= 2;
+  }
+  char *val = raf_arena_strndup(&p->arena, vtext, vlen);
+  const raf_attr_spec *spec = raf_spec_find(e->specs, e->nspecs, key);
+  if (!spec) {
+    char known[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < e->nspecs && n < sizeof known; i++)
+      n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "",
+                            e->specs[i].name);
+    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                    "pass '%s' has no option '%s'%s%s%s", e->info.name, key,
+                    e->nspecs ? " (options: " : " (it takes none)", known,
+                    e->nspecs ? ")" : "");
+    return RAF_ERROR;
+  }
+  out->name = spec->name;
+  out->kind = spec->kind;
+  char *end = NULL;
+  errno = 0;
+  switch (spec->kind) {
+  case RAF_ATTR_INT:
+    out->val.u.i = strtoll(val, &end, 10);
+    break;
+  case RAF_ATTR_FLOAT:
+    out->val.u.f = strtod(val, &end);
+    break;
+  case RAF_ATTR_BOOL:
+    if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
+      out->val.u.b = true;
+    else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0)
+      out->val.u.b = false;
+    else
+      end = val; /* not a boolean */
+    break;
+  default:
+    out->val.u.s = val;
+    break;
+  }
+  if (errno || (end && (end == val || *end))) {
+    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                    "pass '%s': option '%s' must be %s, got '%s'",
+                    e->info.name, key, raf_attr_kind_desc(spec->kind), val);
+    return RAF_ERROR;
+  }
+  return RAF_OK;
+}
+
+raf_status raf_pipeline_add(raf_pipeline *p, const char *name,
+                            const char *options) {
+  const pass_entry *e = NULL;
+  for (size_t i = 0; i < NPASSES; i++)
+    if (strcmp(registry[i].info.name, name) == 0)
+      e = &registry[i];
+  if (!e) {
+    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                    "unknown pass '%s' (see --list-passes)", name);
+    return RAF_ERROR;
+  }
+  raf_attr opts[32];
+  int n = 0;
+  for (const char *s = options ? options : ""; *s;) {
+    while (*s == ' ' || *s == '\t')
+      s++;
+    if (!*s)
+      break;
+    const char *start = s;
+    bool quoted = false;
+    while (*s && (quoted || (*s != ' ' && *s != '\t'))) {
+      if (*s == '"')
+        quoted = !quoted;
+      s++;
+    }
+    if (n == (int)(sizeof opts / sizeof opts[0])) {
+      raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                      "pass '%s': too many options", name);
+      return RAF_ERROR;
+    }
+    memset(&opts[n], 0, sizeof opts[n]);
+    if (parse_option(p, e, start, (size_t)(s - start), &opts[n]) != RAF_OK)
+      return RAF_ERROR;
+    n++;
+  }
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 8;
+    stage *st = realloc(p->stages, cap * sizeof *st);
+    if (!st)
+      return RAF_ERROR;
+    p->stages = st;
+    p->cap = cap;
+  }
+  p->stages[p->n].pass = e;
+  p->stages[p->n].options.v =
+      n ? raf_arena_memdup(&p->arena, opts, sizeof opts[0] * (size_t)n) : NULL;
+  p->stages[p->n].options.n = n;
+  p->n++;
+  return RAF_OK;
+}
+
+raf_status raf_pipeline_parse(raf_pipeline *p, const char *text) {
+  const char *s = text;
+  for (;;) {
+    while (*s == ' ' || *s == ',')
+      s++;
+    if (!*s)
+      return RAF_OK;
+    const char *name = s;
+    while (*s && *s != ',' && *s != '{' && *s != ' ')
+      s++;
+    char nbuf[128];
+    snprintf(nbuf, sizeof nbuf, "%.*s", (int)(s - name), name);
+    while (*s == ' ')
+      s++;
+    char *opts = NULL;
+    if (*s == '{') {
+      const char *close = strchr(s, '}');
+      if (!close) {
+        raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                        "pipeline: missing '}' after the options of '%s'",
+                        nbuf);
+        return RAF_ERROR;
+      }
+      opts = raf_arena_strndup(&p->arena, s + 1, (size_t)(close - s - 1));
+      s = close + 1;
+    }
+    if (*s && *s != ',' && *s != ' ') {
+      raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                      "pipeline: expected ',' after '%s'", nbuf);
+      return RAF_ERROR;
+    }
+    if (raf_pipeline_add(p, nbuf, opts) != RAF_OK)
+      return RAF_ERROR;
+  }
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void dump(const raf_pipeline_options *o, const char *when,
+                 const char *name, const raf_module *m) {
+  fprintf(o->report, "// -----// IR Dump %s %s //----- //\n", when, name);
+  raf_print_module(m, o->report, o->print_flags);
+  fputc('\n', o->report);
+}
+
+raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
+                            const raf_pipeline_options *opt) {
+  raf_pipeline_options defaults;
+  if (!opt) {
+    raf_pipeline_options_init(&defaults);
+    opt = &defaults;
+  }
+  double *times = calloc(p->n ? p->n : 1, sizeof *times);
+  if (!times)
+    return RAF_ERROR;
+  double verify_time = 0;
+  raf_status st = RAF_OK;
+  for (size_t i = 0; i < p->n && st == RAF_OK; i++) {
+    const stage *sg = &p->stages[i];
+    const char *name = sg->pass->info.name;
+    if (opt->bisect_limit >= 0) {
+      bool run = (int)i + 1 <= opt->bisect_limit;
+      fprintf(opt->report, "BISECT: %srunning pass (%zu) %s\n",
+              run ? "" : "NOT ", i + 1, name);
+      if (!run)
+        continue;
+    }
+    if (opt->print_before && strcmp(opt->print_before, name) == 0)
+      dump(opt, "Before", name, m);
+    raf_pass_args args = {p->ctx, sg->options, sg->pass->specs,
+                          sg->pass->nspecs};
+    double t0 = now_seconds();
+    st = sg->pass->run(m, &args);
+    times[i] = now_seconds() - t0;
+    if (st != RAF_OK)
+      break;
+    if (opt->print_after_all ||
+        (opt->print_after && strcmp(opt->print_after, name) == 0))
+      dump(opt, "After", name, m);
+    if (opt->verify_each) {
+      t0 = now_seconds();
+      if (raf_verify_module(p->ctx, m) != RAF_OK) {
+        raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                        "the IR is invalid after pass '%s'", name);
+        st = RAF_ERROR;
+      }
+      verify_time += now_seconds() - t0;
+    }
+  }
+  if (opt->time_passes) {
+    double total = verify_time;
+    for (size_t i = 0; i < p->n; i++)
+      total += times[i];
+    fprintf(opt->report,
+            "===-------------------------------------------------------===\n"
+            "                   ... Pass execution timing report ...\n"
+            "===-------------------------------------------------------===\n"
+            "  Total Execution Time: %.4f seconds\n\n"
+            "  ----Wall Time----  ----Name----\n",
+            total);
+    for (size_t i = 0; i < p->n; i++)
+      fprintf(opt->report, "  %8.4f (%5.1f%%)  %s\n", times[i],
+              total > 0 ? 100 * times[i] / total : 0.0,
+              p->stages[i].pass->info.name);
+    if (opt->verify_each)
+      fprintf(opt->report, "  %8.4f (%5.1f%%)  (verifier)\n", verify_time,
+              total > 0 ? 100 * verify_time / total : 0.0);
+    fprintf(opt->report, "  %8.4f (100.0%%)  Total\n", total);
+  }
+  free(times);
+  return st;
+}

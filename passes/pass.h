@@ -1,0 +1,34 @@
+/* pass.h: what a pass is, for the files of passes/.
+ *
+ * A pass is a function from a module to the same module, changed in place,
+ * that reports its errors as diagnostics and keeps no state between runs
+ * (DESIGN.md principle 2). Its options are a schema of attributes, parsed
+ * from "key=value" text by the pass manager. Each pass is a row of
+ * passes/passes.def and a file of its own.
+ */
+#ifndef RAF_PASS_H
+#define RAF_PASS_H
+
+#include "ir/ir.h"
+
+typedef struct raf_pass_args {
+  raf_ctx *ctx;
+  raf_attrs options; /* as given; absent ones take the schema default */
+  const raf_attr_spec *specs;
+  int nspecs;
+} raf_pass_args;
+
+typedef raf_status (*raf_pass_fn)(raf_module *m, const raf_pass_args *args);
+
+/* An option's value: the one given, else the default. */
+int64_t raf_pass_opt_int(const raf_pass_args *a, const char *name);
+double raf_pass_opt_float(const raf_pass_args *a, const char *name);
+bool raf_pass_opt_bool(const raf_pass_args *a, const char *name);
+const char *raf_pass_opt_str(const raf_pass_args *a, const char *name);
+
+#define PASS(id, name, summary, options) \
+  raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);
+#include "passes/passes.def"
+#undef PASS
+
+#endif

@@ -1,0 +1,304 @@
+/* raf-opt: the pass driver, in the manner of LLVM's opt and mlir-opt.
+ *
+ *   raf-opt [options] [passes] [in.raf | -] [-o out.raf]
+ *
+ * It parses a module, verifies it, runs the passes in command-line order
+ * (verifying after each), and prints the result canonically. With
+ * --split-input-file each chunk between `// -----` lines is a module of its
+ * own; with --verify-diagnostics the reported diagnostics are checked
+ * against the annotations in the source instead of being printed. Output is
+ * written only when everything succeeded, so bad input never clobbers an
+ * earlier good output file. Exit status: 0 on success only.
+ */
+#include "include/raf/raf.h"
+#include "raf-opt/diagnostics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct options {
+  const char *input, *output;
+  bool split, verify_diags, print_loc, stats;
+  enum { EMIT_RAF, EMIT_DOT } emit;
+  raf_pipeline_options pipe;
+} options;
+
+static void usage(FILE *f) {
+  size_t n;
+  const raf_pass_info *passes = raf_pass_list(&n);
+  fprintf(f,
+          "usage: raf-opt [options] [passes] [input.raf | -] [-o output]\n\n"
+          "Reads a .raf module (stdin when no file or '-'), runs the passes in\n"
+          "command-line order and prints the result.\n\n"
+          "Passes (see --list-passes):\n");
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "  --%-28s %s\n", passes[i].name, passes[i].summary);
+  fprintf(f,
+          "  --PASS=\"k=v ...\"              a pass with options\n"
+          "  -p, --pass-pipeline=PIPELINE    passes as 'a,b{k=v},c'\n\n"
+          "Options:\n"
+          "  -o FILE                         output file ('-': stdout)\n"
+          "  --list-passes                   list the passes and exit\n"
+          "  --verify-each, --no-verify-each verify after every pass (on)\n"
+          "  --time-passes                   report the time of each pass\n"
+          "  --print-ir-before=PASS          print the IR before PASS\n"
+          "  --print-ir-after=PASS           print the IR after PASS\n"
+          "  --print-ir-after-all            print the IR after every pass\n"
+          "  --opt-bisect-limit=N            run only the first N passes\n"
+          "  --split-input-file              treat '// -----' chunks apart\n"
+          "  --verify-diagnostics            check expected-error annotations\n"
+          "  --print-loc                     print statement locations\n"
+          "  --emit=raf|dot                  output form (dot: Graphviz)\n"
+          "  --stats                         print module statistics\n"
+          "  --help, --version\n");
+}
+
+static char *read_all(FILE *f, size_t *len) {
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (n < cap) {
+      if (ferror(f)) {
+        free(buf);
+        return NULL;
+      }
+      break;
+    }
+    char *g = realloc(buf, cap * 2);
+    if (!g)
+      free(buf);
+    buf = g;
+    cap *= 2;
+  }
+  *len = n;
+  return buf;
+}
+
+/* "--name=value" -> value, when arg starts with "--name=". */
+static const char *flag_value(const char *arg, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
+}
+
+static bool is_pass(const char *name, size_t len) {
+  size_t n;
+  const raf_pass_info *passes = raf_pass_list(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strlen(passes[i].name) == len && memcmp(passes[i].name, name, len) == 0)
+      return true;
+  return false;
+}
+
+/* Parses argv; returns -1 to go on, else an exit status. */
+static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl,
+                      raf_ctx *ctx) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("raf-opt %s\n", RAF_VERSION);
+      return 0;
+    } else if (strcmp(a, "--list-passes") == 0) {
+      size_t n;
+      const raf_pass_info *p = raf_pass_list(&n);
+      for (size_t k = 0; k < n; k++)
+        printf("%-16s %s\n", p[k].name, p[k].summary);
+      return 0;
+    } else if (strcmp(a, "-o") == 0) {
+      if (++i == argc) {
+        fprintf(stderr, "raf-opt: -o needs a file name\n");
+        return 2;
+      }
+      o->output = argv[i];
+    } else if (strcmp(a, "-p") == 0 || (v = flag_value(a, "--pass-pipeline"))) {
+      if (a[1] == 'p' && ++i == argc) {
+        fprintf(stderr, "raf-opt: -p needs a pipeline\n");
+        return 2;
+      }
+      if (raf_pipeline_parse(pl, a[1] == 'p' ? argv[i] : v) != RAF_OK)
+        return 2;
+    } else if (strcmp(a, "--verify-each") == 0) {
+      o->pipe.verify_each = true;
+    } else if (strcmp(a, "--no-verify-each") == 0) {
+      o->pipe.verify_each = false;
+    } else if (strcmp(a, "--time-passes") == 0) {
+      o->pipe.time_passes = true;
+    } else if ((v = flag_value(a, "--print-ir-before"))) {
+      o->pipe.print_before = v;
+    } else if ((v = flag_value(a, "--print-ir-after"))) {
+      o->pipe.print_after = v;
+    } else if (strcmp(a, "--print-ir-after-all") == 0) {
+      o->pipe.print_after_all = true;
+    } else if ((v = flag_value(a, "--opt-bisect-limit"))) {
+      char *end;
+      long n = strtol(v, &end, 10);
+      if (*end || end == v || n < -1) {
+        fprintf(stderr, "raf-opt: bad --opt-bisect-limit '%s'\n", v);
+        return 2;
+      }
+      o->pipe.bisect_limit = (int)n;
+    } else if (strcmp(a, "--split-input-file") == 0) {
+      o->split = true;
+    } else if (strcmp(a, "--verify-diagnostics") == 0) {
+      o->verify_diags = true;
+    } else if (strcmp(a, "--print-loc") == 0) {
+      o->print_loc = true;
+    } else if (strcmp(a, "--stats") == 0) {
+      o->stats = true;
+    } else if ((v = flag_value(a, "--emit"))) {
+      if (strcmp(v, "raf") == 0)
+        o->emit = EMIT_RAF;
+      else if (strcmp(v, "dot") == 0)
+        o->emit = EMIT_DOT;
+      else {
+        fprintf(stderr, "raf-opt: unknown --emit=%s (raf, dot)\n", v);
+        return 2;
+      }
+    } else if (a[0] == '-' && a[1] == '-' &&
+               is_pass(a + 2, strcspn(a + 2, "="))) {
+      size_t len = strcspn(a + 2, "=");
+      char name[128];
+      snprintf(name, sizeof name, "%.*s", (int)len, a + 2);
+      const char *opts = a[2 + len] == '=' ? a + 3 + len : NULL;
+      if (raf_pipeline_add(pl, name, opts) != RAF_OK)
+        return 2;
+    } else if (a[0] == '-' && a[1] != 0) {
+      fprintf(stderr, "raf-opt: unknown option '%s' (see --help)\n", a);
+      return 2;
+    } else if (o->input) {
+      fprintf(stderr, "raf-opt: more than one input file ('%s', '%s')\n",
+              o->input, a);
+      return 2;
+    } else {
+      o->input = a;
+    }
+  }
+  (void)ctx;
+  return -1;
+}
+
+/* Parses, verifies, transforms and prints one chunk into out. Returns true
+ * on success (or, with --verify-diagnostics, when the diagnostics matched). */
+static bool process(raf_ctx *ctx, options *o, raf_pipeline *pl,
+                    const char *name, const char *text, size_t len,
+                    uint32_t first_line, FILE *out) {
+  size_t before = raf_diag_count(ctx);
+  raf_module *m = raf_parse_module(ctx, name, text, len, first_line);
+  bool ok = m != NULL;
+  if (ok)
+    ok = raf_verify_module(ctx, m) == RAF_OK;
+  if (ok)
+    ok = raf_pipeline_run(pl, m, &o->pipe) == RAF_OK;
+  if (ok) {
+    if (o->emit == EMIT_DOT)
+      raf_print_dot(m, out);
+    else
+      raf_print_module(m, out, o->print_loc ? RAF_PRINT_LOC : 0);
+    if (o->stats)
+      fprintf(stderr, "raf-opt: %zu statements\n", raf_module_stmt_count(m));
+  }
+  raf_module_destroy(m);
+  if (o->verify_diags)
+    return raf_opt_verify_diagnostics(ctx, before, name, text, len,
+                                      first_line, stderr);
+  return ok;
+}
+
+/* Is the line at p a split marker "// -----"? */
+static bool is_marker(const char *p, const char *end) {
+  return end - p >= 8 && memcmp(p, "// -----", 8) == 0;
+}
+
+int main(int argc, char **argv) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_pipeline *pl = ctx ? raf_pipeline_create(ctx) : NULL;
+  if (!pl) {
+    fprintf(stderr, "raf-opt: out of memory\n");
+    return 1;
+  }
+  options o = {0};
+  raf_pipeline_options_init(&o.pipe);
+  int status = parse_args(argc, argv, &o, pl, ctx);
+  if (status >= 0) {
+    raf_diag_render(ctx, stderr);
+    raf_pipeline_destroy(pl);
+    raf_ctx_destroy(ctx);
+    return status;
+  }
+  o.pipe.print_flags = o.print_loc ? RAF_PRINT_LOC : 0;
+
+  bool from_stdin = !o.input || strcmp(o.input, "-") == 0;
+  const char *name = from_stdin ? "<stdin>" : o.input;
+  FILE *in = from_stdin ? stdin : fopen(o.input, "rb");
+  size_t len = 0;
+  char *text = in ? read_all(in, &len) : NULL;
+  if (in && !from_stdin)
+    fclose(in);
+  if (!text) {
+    fprintf(stderr, "raf-opt: cannot read '%s'\n", name);
+    raf_pipeline_destroy(pl);
+    raf_ctx_destroy(ctx);
+    return 1;
+  }
+
+  /* Collect the output in memory: it is written only on success. */
+  char *outbuf = NULL;
+  size_t outlen = 0;
+  FILE *out = open_memstream(&outbuf, &outlen);
+  bool ok = out != NULL;
+  o.pipe.report = stderr;
+  if (ok && !o.split) {
+    ok = process(ctx, &o, pl, name, text, len, 1, out);
+  } else if (ok) {
+    const char *p = text, *end = text + len, *chunk = text;
+    uint32_t line = 1, chunk_line = 1;
+    bool first = true;
+    for (;;) {
+      bool at_end = p >= end;
+      if (at_end || is_marker(p, end)) {
+        if (!first)
+          fputs("// -----\n", out);
+        first = false;
+        ok &= process(ctx, &o, pl, name, chunk, (size_t)(p - chunk),
+                      chunk_line, out);
+        if (!o.verify_diags) {
+          raf_diag_render(ctx, stderr);
+          raf_diag_clear(ctx);
+        }
+        if (at_end)
+          break;
+      }
+      const char *nl = memchr(p, '\n', (size_t)(end - p));
+      bool marker = is_marker(p, end);
+      p = nl ? nl + 1 : end;
+      line++;
+      if (marker) {
+        chunk = p;
+        chunk_line = line;
+      }
+    }
+  }
+  if (out)
+    fclose(out);
+  if (!o.verify_diags)
+    raf_diag_render(ctx, stderr);
+  if (ok && outbuf) {
+    bool to_stdout = !o.output || strcmp(o.output, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(o.output, "wb");
+    if (!f || fwrite(outbuf, 1, outlen, f) != outlen) {
+      fprintf(stderr, "raf-opt: cannot write '%s'\n", o.output);
+      ok = false;
+    }
+    if (f && !to_stdout && fclose(f) != 0)
+      ok = false;
+  }
+  free(outbuf);
+  free(text);
+  raf_pipeline_destroy(pl);
+  raf_ctx_destroy(ctx);
+  return ok ? 0 : 1;
+}
