@@ -1,0 +1,32 @@
+# lit configuration for raf's regression tests.
+#
+# Run through CTest (`ctest` in the build directory), or by hand:
+#   /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv test/lit \
+#       --param raf_bin=build
+import os
+import shutil
+
+import lit.formats
+
+config.name = "raf"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".raf", ".test"]
+config.excludes = ["Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+
+raf_bin = lit_config.params.get("raf_bin", os.path.join(config.test_source_root, "..", "..", "build"))
+raf_bin = os.path.abspath(raf_bin)
+llvm_bin = "/usr/lib/llvm-19/bin"
+
+config.environment["PATH"] = os.pathsep.join([raf_bin, llvm_bin, config.environment.get("PATH", "")])
+# Sanitizer builds report leaks as errors.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
+config.substitutions.append(("%FileCheck", os.path.join(llvm_bin, "FileCheck")))
+
+# GPU tests say `REQUIRES: cuda`.
+if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda")
