@@ -70,20 +70,25 @@ const char *raf_ctx_intern_span(raf_ctx *c, const char *name, size_t len) {
 }
 
 const char *raf_ctx_add_source(raf_ctx *c, const char *name, const char *text,
-                               size_t len, uint32_t first_line) {
+                               size_t len, uint32_t first_line,
+                               char **copy_out) {
   const char *n = raf_ctx_intern(c, name);
   raf_source *grown =
       realloc(c->sources, (c->nsources + 1) * sizeof *c->sources);
-  char *copy = malloc(len + 1);
+  char *copy = malloc(len + 2);
   if (!grown || !copy) {
     free(copy);
     if (grown)
       c->sources = grown;
+    if (copy_out)
+      *copy_out = NULL;
     return n;
   }
   c->sources = grown;
   memcpy(copy, text, len);
-  copy[len] = 0;
+  copy[len] = copy[len + 1] = 0; /* what Flex's yy_scan_buffer wants */
+  if (copy_out)
+    *copy_out = copy;
   c->sources[c->nsources++] = (raf_source){n, copy, len, first_line};
   return n;
 }

@@ -115,6 +115,7 @@ struct raf_module {
   raf_strmap funcs; /* function name -> raf_func* */
   raf_type **type_table;
   size_t type_buckets, type_count;
+  int64_t order_clock; /* the next statement order; only grows */
 };
 
 /* ---- The op table (ir/optable.c, expanded from lang/ops.def) ------------- */
@@ -233,7 +234,9 @@ void raf_value_replace_uses(raf_value *from, raf_value *to);
 bool raf_value_has_uses(const raf_value *v);
 /* Removes f from its module; calls of it must be gone. */
 void raf_func_erase(raf_func *f);
-/* Recomputes stmt->order for f, for dominance queries. */
+/* Renumbers f's statements in list order, for dominance queries: a
+ * statement dominates another of f when its order is smaller. Orders only
+ * grow across calls, so stale orders are always older than fresh ones. */
 void raf_func_number(raf_func *f);
 /* The return statement of f, or NULL. */
 raf_stmt *raf_func_return(const raf_func *f);
@@ -245,11 +248,12 @@ char *raf_module_strdup(raf_module *m, const char *s);
 
 void raf_diag_vreport(raf_ctx *ctx, raf_loc loc, raf_severity sev,
                       const char *fmt, va_list ap);
-/* Registers text so diagnostics can show its lines; returns the interned
- * name. */
+/* Registers a copy of text so diagnostics can show its lines; returns the
+ * interned name. When copy_out is not NULL it receives the copy (owned by
+ * the context, followed by two NUL bytes), or NULL when out of memory. */
 const char *raf_ctx_add_source(raf_ctx *ctx, const char *name,
                                const char *text, size_t len,
-                               uint32_t first_line);
+                               uint32_t first_line, char **copy_out);
 /* An interned copy of a file name, owned by the context. */
 const char *raf_ctx_intern(raf_ctx *ctx, const char *name);
 const char *raf_ctx_intern_span(raf_ctx *ctx, const char *name, size_t len);

@@ -306,9 +306,8 @@ raf_stmt *raf_func_return(const raf_func *f) {
 }
 
 void raf_func_number(raf_func *f) {
-  int64_t i = 0;
   for (raf_stmt *s = f->first; s; s = s->next)
-    s->order = i++;
+    s->order = f->module->order_clock++;
 }
 
 /* ---- Statements and uses -------------------------------------------------- */
@@ -409,7 +408,7 @@ void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before) {
     else
       f->first = s;
     f->last = s;
-    s->order = s->prev ? s->prev->order + 1 : 0;
+    s->order = f->module->order_clock++;
   }
   for (int i = 0; i < s->nresults; i++) {
     raf_value *v = s->results[i];

@@ -23,6 +23,7 @@ typedef struct verifier {
   raf_ctx *ctx;
   raf_module *m;
   bool ok;
+  bool has_calls; /* only then can there be a call cycle */
 } verifier;
 
 __attribute__((format(printf, 3, 4))) static void fail(verifier *v,
@@ -164,7 +165,8 @@ static void check_return(verifier *v, raf_func *f, raf_stmt *ret) {
   }
 }
 
-static void check_stmt(verifier *v, raf_func *f, raf_stmt *s) {
+/* base: the first order given in this walk; earlier orders are stale. */
+static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
   const raf_op_info *op = &raf_op_table[s->op];
   bool operands_ok = true;
   for (int i = 0; i < s->noperands; i++) {
@@ -176,7 +178,8 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s) {
       fail(v, s->loc, "%s: operand %%%s belongs to another function",
            op->name, x->name);
       operands_ok = false;
-    } else if (x->def ? (x->def->func != f || x->def->order >= s->order)
+    } else if (x->def ? (x->def->func != f || x->def->order < base ||
+                         x->def->order >= s->order)
                       : (x->index < 0 || x->index >= f->nargs ||
                          f->args[x->index].value != x)) {
       fail(v, s->loc, "%s: operand %%%s is used before its definition",
@@ -217,11 +220,16 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s) {
 
 static void check_func(verifier *v, raf_func *f) {
   check_signature(v, f);
-  raf_func_number(f);
+  int64_t base = v->m->order_clock;
   if (!f->last || f->last->op != RAF_OP_RETURN)
     fail(v, f->last ? f->last->loc : f->loc,
          "function @%s does not end with return", f->name);
   for (raf_stmt *s = f->first; s; s = s->next) {
+    /* Numbering as we go: an operand's definition was visited earlier in
+     * this walk exactly when its order lies in [base, s->order). */
+    s->order = v->m->order_clock++;
+    if (s->op == RAF_OP_CALL)
+      v->has_calls = true;
     if (s->func != f) {
       fail(v, s->loc, "statement is linked into @%s but belongs elsewhere",
            f->name);
@@ -232,7 +240,7 @@ static void check_func(verifier *v, raf_func *f) {
         fail(v, s->loc, "return must be the last statement of @%s", f->name);
       check_return(v, f, s);
     }
-    check_stmt(v, f, s);
+    check_stmt(v, f, s, base);
   }
 }
 
@@ -258,9 +266,11 @@ static bool calls_cycle(verifier *v, raf_func *f, raf_strmap *marks) {
 }
 
 raf_status raf_verify_module(raf_ctx *ctx, raf_module *m) {
-  verifier v = {ctx, m, true};
+  verifier v = {ctx, m, true, false};
   for (raf_func *f = m->first; f; f = f->next)
     check_func(&v, f);
+  if (!v.has_calls)
+    return v.ok ? RAF_OK : RAF_ERROR;
   raf_strmap marks;
   raf_strmap_init(&marks);
   for (raf_func *f = m->first; f; f = f->next)

@@ -576,6 +576,7 @@ raf_attr raf_build_value_attr(raf_parser *p, raf_span name) {
 raf_attr raf_build_func_attr(raf_parser *p, raf_span name) {
   raf_attr a = {0};
   a.kind = RAF_ATTR_FUNC;
+  p->nfuncrefs++;
   /* Functions may be defined later: the name rides in the string member
    * until parse.c resolves every function attribute of the module. */
   a.val.u.s = span_dup(p, name, 1);

@@ -34,7 +34,7 @@ static void resolve_module(raf_parser *p) {
       raf_parse_error(p, c->callee.loc, "call of undefined function %.*s",
                       c->callee.len, c->callee.s);
   }
-  for (raf_func *f = p->m->first; f; f = f->next) {
+  for (raf_func *f = p->nfuncrefs ? p->m->first : NULL; f; f = f->next) {
     resolve_func_attrs(p, &f->attrs);
     for (int i = 0; i < f->nargs; i++)
       resolve_func_attrs(p, &f->args[i].attrs);
@@ -82,19 +82,23 @@ raf_module *raf_parse_module(raf_ctx *ctx, const char *name, const char *text,
   raf_parser p;
   memset(&p, 0, sizeof p);
   p.ctx = ctx;
-  p.file = raf_ctx_add_source(ctx, name, text, len, first_line);
+  char *copy;
+  p.file = raf_ctx_add_source(ctx, name, text, len, first_line, &copy);
   p.line = first_line ? first_line : 1;
   p.after_nl = true;
   p.m = raf_module_create(ctx);
-  if (!p.m)
+  if (!p.m || !copy) {
+    raf_module_destroy(p.m);
     return NULL;
+  }
   size_t errors = raf_error_count(ctx);
   yyscan_t scanner;
   if (raf_yylex_init_extra(&p, &scanner)) {
     raf_module_destroy(p.m);
     return NULL;
   }
-  YY_BUFFER_STATE buf = raf_yy_scan_bytes(text, (int)len, scanner);
+  /* Scan the context's copy in place: no second copy of a large module. */
+  YY_BUFFER_STATE buf = raf_yy_scan_buffer(copy, len + 2, scanner);
   raf_yyparse(scanner, &p);
   resolve_module(&p);
   if (raf_error_count(ctx) == errors)

@@ -55,6 +55,7 @@ typedef struct raf_parser {
   int64_t lit_count[RAF_MAX_RANK + 1];
 
   raf_buf calls;    /* raf_pending_call */
+  int nfuncrefs;    /* @function attributes waiting to be resolved */
   raf_loc stmt_loc; /* explicit loc(...) of the statement, if any */
   bool has_stmt_loc;
 } raf_parser;

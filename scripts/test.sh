@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite. Installs what is missing, builds, and runs
+#  1. the unit and lit tests (CTest) on the release build;
+#  2. the lit suite again on an AddressSanitizer + UBSan build;
+#  3. the parser fuzzer (libFuzzer, clang-19) for FUZZ_SECONDS (default 60),
+#     seeded with the lit tests.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LIT="/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py"
+passed=0
+failed=0
+step() { # step NAME COMMAND...: runs a step and counts it
+  local name=$1; shift
+  echo "== $name"
+  if "$@"; then passed=$((passed + 1)); echo "== $name: ok"
+  else failed=$((failed + 1)); echo "== $name: FAILED"; fi
+}
+
+bash scripts/install-deps.sh || exit 1
+
+release() {
+  bash scripts/build.sh build && (cd build && ctest --output-on-failure)
+}
+sanitized() {
+  bash scripts/build.sh build-asan -DRAF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug &&
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    $LIT -q test/lit --param raf_bin=build-asan
+}
+fuzz() {
+  bash scripts/build.sh build-fuzz -DRAF_FUZZ=ON -DCMAKE_C_COMPILER=clang-19 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo || return 1
+  local corpus
+  corpus=$(mktemp -d)
+  # Each chunk of a split test is a seed of its own.
+  find test/lit -name '*.raf' | while read -r f; do
+    csplit -s -z -f "$corpus/$(basename "$f" .raf)." "$f" '/^\/\/ -----/' '{*}' 2>/dev/null ||
+      cp "$f" "$corpus/"
+  done
+  build-fuzz/fuzz-parse -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+  local rc=${PIPESTATUS[0]}
+  rm -rf "$corpus"
+  return "$rc"
+}
+
+step "release build: unit and lit tests" release
+step "AddressSanitizer/UBSan build: lit tests" sanitized
+step "fuzzer: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes" fuzz
+echo "test.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
