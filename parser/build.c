@@ -198,6 +198,24 @@ void raf_build_end_func(raf_parser *p, const raf_attrs *attrs) {
 
 /* ---- Statements ----------------------------------------------------------- */
 
+/* After an error in a statement, its result names still get (typeless)
+ * values, so later uses do not each report an undefined value. The module
+ * is thrown away anyway. */
+void raf_build_poison_stmt(raf_parser *p) {
+  for (int i = 0; p->func && i < p->lhs.n; i++) {
+    raf_span name = RAF_BUF_AT(&p->lhs, raf_span, i);
+    if (raf_strmap_get(&p->func->names, name.s + 1, (size_t)name.len - 1))
+      continue;
+    raf_value *v = RAF_NEW(&p->m->arena, raf_value);
+    if (!v)
+      break;
+    v->func = p->func;
+    v->index = -1;
+    define_value(p, v, name);
+  }
+  raf_build_reset_stmt(p);
+}
+
 void raf_build_reset_stmt(raf_parser *p) {
   p->lhs.n = p->operands.n = p->types.n = p->attrs.n = 0;
   p->lit.n = 0;
@@ -268,7 +286,10 @@ static raf_stmt *finish_stmt(raf_parser *p, raf_opcode op, raf_loc loc,
   }
   raf_stmt_insert_before(p->func, s, NULL);
 done:
-  raf_build_reset_stmt(p);
+  if (s)
+    raf_build_reset_stmt(p);
+  else
+    raf_build_poison_stmt(p);
   return s;
 }
 
@@ -303,7 +324,7 @@ void raf_build_op(raf_parser *p, raf_span name, raf_loc loc,
   if (!raf_op_lookup(name.s, (size_t)name.len, &op) || op == RAF_OP_CONSTANT ||
       op == RAF_OP_CALL || op == RAF_OP_RETURN) {
     raf_parse_error(p, name.loc, "unknown operator '%.*s'", name.len, name.s);
-    raf_build_reset_stmt(p);
+    raf_build_poison_stmt(p);
     return;
   }
   raf_stmt *s = finish_stmt(p, op, loc, attrs);
@@ -398,7 +419,7 @@ void raf_build_constant(raf_parser *p, raf_loc loc, raf_loc lit_loc,
     }
   }
   if (!ok) {
-    raf_build_reset_stmt(p);
+    raf_build_poison_stmt(p);
     return;
   }
   RAF_BUF_PUSH(&p->types, t);

@@ -14,6 +14,7 @@ void raf_build_results_done(raf_parser *p);
 void raf_build_end_func(raf_parser *p, const raf_attrs *attrs);
 
 void raf_build_reset_stmt(raf_parser *p);
+void raf_build_poison_stmt(raf_parser *p);
 void raf_build_stmt_loc(raf_parser *p, raf_span file, raf_span line,
                         raf_span col);
 void raf_build_lhs(raf_parser *p, raf_span name);

@@ -119,7 +119,7 @@ body:
 stmt_line:
     stmt NL
   | stmt loc_suffix NL
-  | error NL                     { raf_build_reset_stmt(p); }
+  | error NL                     { raf_build_poison_stmt(p); }
   ;
 
 loc_suffix:
