@@ -97,17 +97,11 @@ static text choices_text(const char *choices) {
 
 /* Products and sums of sizes (all non-negative); false on overflow. */
 static bool mul_ok(int64_t a, int64_t b, int64_t *out) {
-  if (a != 0 && b > INT64_MAX / a)
-    return false;
-  *out = a * b;
-  return true;
+  return (a == 0 || b <= INT64_MAX / a) && (*out = a * b, true);
 }
 
 static bool add_ok(int64_t a, int64_t b, int64_t *out) {
-  if (b > INT64_MAX - a)
-    return false;
-  *out = a + b;
-  return true;
+  return b <= INT64_MAX - a && (*out = a + b, true);
 }
 
 static raf_status check_rank(raf_infer *in, int64_t rank) {
@@ -194,10 +188,10 @@ static raf_status need_shape(raf_infer *in, int i, const char *what, int rank,
 
 static raf_status normalize_axis(raf_infer *in, int64_t axis, int rank,
                                  int *out) {
-  if (axis >= -rank && axis < rank) {
-    *out = (int)(axis < 0 ? axis + rank : axis);
+  bool ok = axis >= -rank && axis < rank;
+  *out = ok ? (int)(axis < 0 ? axis + rank : axis) : 0; /* always set */
+  if (ok)
     return RAF_OK;
-  }
   return raf_infer_fail(in, "axis %lld is out of range for rank %d", LL(axis),
                         rank);
 }
@@ -233,27 +227,23 @@ static raf_status need(raf_infer *in, const char *name, raf_attr_value *v) {
 
 /* Readers for attributes that have defaults. */
 static int64_t attr_int(const raf_infer *in, const char *name) {
-  raf_attr_value v = {.u.i = 0};
-  attr(in, name, &v);
-  return v.u.i;
+  raf_attr_value v;
+  return attr(in, name, &v) ? v.u.i : 0;
 }
 
 static double attr_float(const raf_infer *in, const char *name) {
-  raf_attr_value v = {.u.f = 0};
-  attr(in, name, &v);
-  return v.u.f;
+  raf_attr_value v;
+  return attr(in, name, &v) ? v.u.f : 0;
 }
 
 static bool attr_bool(const raf_infer *in, const char *name) {
-  raf_attr_value v = {.u.b = false};
-  attr(in, name, &v);
-  return v.u.b;
+  raf_attr_value v;
+  return attr(in, name, &v) && v.u.b;
 }
 
 static const char *attr_str(const raf_infer *in, const char *name) {
-  raf_attr_value v = {.u.s = NULL};
-  attr(in, name, &v);
-  return v.u.s ? v.u.s : "";
+  raf_attr_value v;
+  return attr(in, name, &v) && v.u.s ? v.u.s : "";
 }
 
 /* A list attribute must have len entries (any number when len < 0), each at
@@ -386,8 +376,9 @@ raf_status infer_call(raf_infer *in) {
                             i, TY(OPND(i)), f->name,
                             TY(f->args[i].value->type));
   if (in->nresults != f->nresults)
-    return raf_infer_fail(in, "@%s produces %d results, got %d", f->name,
-                          f->nresults, in->nresults);
+    return raf_infer_fail(in, "@%s produces %d result%s, got %d", f->name,
+                          f->nresults, f->nresults == 1 ? "" : "s",
+                          in->nresults);
   for (int i = 0; i < f->nresults; i++)
     if (!(in->results[i] = f->results[i].type))
       return raf_infer_fail(in, "@%s has no result types yet", f->name);
@@ -434,12 +425,21 @@ raf_status infer_cast(raf_infer *in) {
 /* ---- Reductions ---------------------------------------------------------- */
 
 /* The operand's shape without the axes marked in drop, or with them kept as
- * size 1 under keepdims. */
+ * size 1 under keepdims. max, min and argmax have no value for an empty
+ * set, so, as in PyTorch (and NumPy), none of their reduced axes may have
+ * size 0. */
 static raf_status reduced(raf_infer *in, const bool *drop, raf_dtype dt) {
   const raf_type *x = OPND(0);
+  raf_opcode op = in->stmt->op;
   bool keep = attr_bool(in, "keepdims");
   int64_t dims[RAF_MAX_RANK];
   int rank = 0;
+  for (int i = 0; i < x->rank; i++)
+    if (drop[i] && x->dims[i] == 0 &&
+        (op == RAF_OP_MAX || op == RAF_OP_MIN || op == RAF_OP_ARGMAX))
+      return raf_infer_fail(in, "axis %d has size 0, and the %s of no "
+                            "elements is undefined", i,
+                            raf_op_table[op].name);
   for (int i = 0; i < x->rank; i++)
     if (!drop[i])
       dims[rank++] = x->dims[i];
@@ -644,27 +644,23 @@ raf_status infer_split(raf_infer *in) {
     if (dim % n)
       return raf_infer_fail(in, "axis %d has size %lld, which sections = %lld "
                             "does not divide", axis, LL(dim), LL(n));
-    dims[axis] = dim / n;
-    for (int i = 0; i < in->nresults; i++)
-      if (set_result(in, i, x->dtype, x->rank, dims))
-        return RAF_ERROR;
-    return RAF_OK;
+  } else {
+    const int64_t *s = sizes.u.ints.v;
+    int n = sizes.u.ints.n;
+    bool fits = true;
+    if (check_ints(in, "sizes", &sizes, -1, 1))
+      return RAF_ERROR;
+    if (in->nresults != n)
+      return raf_infer_fail(in, "has %d results but sizes has %d entries",
+                            in->nresults, n);
+    for (int i = 0; i < n; i++)
+      fits = fits && add_ok(total, s[i], &total);
+    if (!fits || total != dim)
+      return raf_infer_fail(in, "sizes %s do not sum to %lld, the size of "
+                            "axis %d", INTS(s, n), LL(dim), axis);
   }
-  const int64_t *s = sizes.u.ints.v;
-  int n = sizes.u.ints.n;
-  if (check_ints(in, "sizes", &sizes, -1, 1))
-    return RAF_ERROR;
-  if (in->nresults != n)
-    return raf_infer_fail(in, "has %d results but sizes has %d entries",
-                          in->nresults, n);
-  bool fits = true;
-  for (int i = 0; i < n; i++)
-    fits = fits && add_ok(total, s[i], &total);
-  if (!fits || total != dim)
-    return raf_infer_fail(in, "sizes %s do not sum to %lld, the size of axis "
-                          "%d", INTS(s, n), LL(dim), axis);
-  for (int i = 0; i < n; i++) {
-    dims[axis] = s[i];
+  for (int i = 0; i < in->nresults; i++) {
+    dims[axis] = by_count ? dim / sec.u.i : sizes.u.ints.v[i];
     if (set_result(in, i, x->dtype, x->rank, dims))
       return RAF_ERROR;
   }
@@ -734,7 +730,7 @@ raf_status infer_layer_norm(raf_infer *in) {
       need_shape(in, 2, "beta", x->rank - axis, x->dims + axis) ||
       positive(in, "eps", attr_float(in, "eps")))
     return RAF_ERROR;
-  in->results[0] = x;
+  in->results[0] = OPND(0);
   return RAF_OK;
 }
 
@@ -881,7 +877,7 @@ raf_status infer_batch_norm(raf_infer *in) {
     return RAF_ERROR;
   if (!(momentum >= 0 && momentum <= 1))
     return raf_infer_fail(in, "momentum must be in [0, 1], got %g", momentum);
-  in->results[0] = x;
+  in->results[0] = OPND(0);
   if (set_result(in, 1, x->dtype, 1, x->dims + 1))
     return RAF_ERROR;
   in->results[2] = in->results[1];
@@ -934,7 +930,7 @@ raf_status infer_collective(raf_infer *in) {
     return raf_infer_fail(in, "world_size must be at least 1, got %lld",
                           LL(ws));
   if (in->stmt->op == RAF_OP_ALL_REDUCE) {
-    in->results[0] = x;
+    in->results[0] = OPND(0);
     return RAF_OK;
   }
   if (normalize_axis(in, attr_int(in, "axis"), x->rank, &axis))

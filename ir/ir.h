@@ -173,6 +173,18 @@ raf_status raf_infer_fail(raf_infer *in, const char *fmt, ...)
 raf_status raf_infer_stmt(raf_module *m, const raf_stmt *stmt,
                           raf_type **types, int ntypes);
 
+/* The verifier's checks of a statement's attributes (known, given once, of
+ * the schema's kind and choices, required ones present), each reported at
+ * the attribute; false when one failed. The parser runs them before it
+ * infers a type the text leaves out, so that an attribute error reads the
+ * same whether or not the type is stated. */
+bool raf_verify_stmt_attrs(raf_ctx *ctx, raf_module *m, const raf_stmt *s);
+/* For a module whose parse-time inference failed: reports the verifier's
+ * other errors, leaving out the statements the parser could not type and
+ * the uses of their results (already reported), so that one run reports
+ * every error. */
+void raf_verify_unreported(raf_ctx *ctx, raf_module *m);
+
 /* ---- Types --------------------------------------------------------------- */
 
 /* The interned type; NULL only when out of memory. */

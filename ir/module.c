@@ -88,8 +88,13 @@ raf_type *raf_type_get(raf_module *m, raf_dtype dt, int rank,
   t->numel = 1;
   for (int i = 0; i < rank; i++) {
     d[i] = dims[i];
-    t->numel *= dims[i];
+    /* Callers keep the count within int64_t; a 0 anywhere makes it 0, even
+     * where the other dims alone would not fit. Unsigned: no UB. */
+    t->numel = (int64_t)((uint64_t)t->numel * (uint64_t)dims[i]);
   }
+  for (int i = 0; i < rank; i++)
+    if (dims[i] == 0)
+      t->numel = 0;
   t->dims = d;
   t->hash_next = m->type_table[b];
   m->type_table[b] = t;

@@ -76,10 +76,46 @@ static void format_float(double v, raf_dtype dt, char *buf, size_t size) {
     snprintf(buf, size, v < 0 ? "-inf" : "inf");
     return;
   }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
+  /* The fewest significant digits that read back to the same bits, then,
+   * as Python's repr: plain decimals for exponents in [-4, 16), else
+   * scientific (10.0, 1000.0, 0.001, but 1e-05 and 1e+16). */
+  int prec = 1;
+  for (; prec < 17; prec++) {
+    snprintf(buf, size, "%.*e", prec - 1, v);
     if (round_trips(buf, v, dt))
       break;
+  }
+  snprintf(buf, size, "%.*e", prec - 1, v);
+  const char *e = strchr(buf, 'e');
+  int exp10 = e ? atoi(e + 1) : 0;
+  if (e && exp10 >= -4 && exp10 < 16) {
+    /* Place the point among the shortest digits, padding with zeros. */
+    char digits[24], *d = digits, fixed[48];
+    int n = 0, k = 0;
+    for (const char *c = buf; c < e; c++)
+      if (*c >= '0' && *c <= '9')
+        digits[n++] = *c;
+    if (v < 0 || (v == 0 && signbit(v)))
+      fixed[k++] = '-';
+    if (exp10 < 0) {
+      fixed[k++] = '0';
+      fixed[k++] = '.';
+      for (int i = 0; i < -exp10 - 1; i++)
+        fixed[k++] = '0';
+      for (int i = 0; i < n; i++)
+        fixed[k++] = d[i];
+    } else {
+      for (int i = 0; i <= exp10; i++)
+        fixed[k++] = i < n ? d[i] : '0';
+      fixed[k++] = '.';
+      if (n > exp10 + 1)
+        for (int i = exp10 + 1; i < n; i++)
+          fixed[k++] = d[i];
+      else
+        fixed[k++] = '0';
+    }
+    fixed[k] = '\0';
+    snprintf(buf, size, "%s", fixed);
   }
   if (!strpbrk(buf, ".en")) {
     size_t n = strlen(buf);

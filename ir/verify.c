@@ -15,6 +15,7 @@
  */
 #include "ir/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,10 @@ typedef struct verifier {
   raf_module *m;
   bool ok;
   bool has_calls; /* only then can there be a call cycle */
+  /* After parse-time inference failed (raf_verify_unreported): statements
+   * left without result types were reported by the parser, and operands
+   * without types come from them, so neither is reported again. */
+  bool partial;
 } verifier;
 
 __attribute__((format(printf, 3, 4))) static void fail(verifier *v,
@@ -49,11 +54,14 @@ static bool valid_init(const char *s) {
   if (strcmp(s, "zeros") == 0 || strcmp(s, "ones") == 0)
     return true;
   double a, b;
-  char tail;
-  if (sscanf(s, "normal(%lf ,%lf )%c", &a, &b, &tail) == 2)
-    return b >= 0;
-  if (sscanf(s, "uniform(%lf ,%lf )%c", &a, &b, &tail) == 2)
-    return a <= b;
+  int end = -1; /* set only when the closing parenthesis matched */
+  if (sscanf(s, "normal(%lf ,%lf )%n", &a, &b, &end) == 2 && end > 0 &&
+      s[end] == '\0')
+    return isfinite(a) && isfinite(b) && b >= 0;
+  end = -1;
+  if (sscanf(s, "uniform(%lf ,%lf )%n", &a, &b, &end) == 2 && end > 0 &&
+      s[end] == '\0')
+    return isfinite(a) && isfinite(b) && a <= b;
   return false;
 }
 
@@ -142,6 +150,16 @@ static void check_signature(verifier *v, raf_func *f) {
       fail(v, up->loc, "%s: updates %%%s of type %s with a result of type %s",
            what, arg->name, type_str(arg->type, a, sizeof a),
            type_str(r->type, b, sizeof b));
+    } else {
+      /* One buffer, one new value: two results may not update it. */
+      for (int j = 0; j < i; j++) {
+        const raf_attr *o = raf_attrs_find(&f->results[j].attrs, "updates");
+        if (o && o->kind == RAF_ATTR_VALUE && o->val.u.value == arg) {
+          fail(v, up->loc, "%s: result %d already updates %%%s", what, j,
+               arg->name);
+          break;
+        }
+      }
     }
   }
   snprintf(what, sizeof what, "function @%s", f->name);
@@ -156,6 +174,8 @@ static void check_return(verifier *v, raf_func *f, raf_stmt *ret) {
   }
   for (int i = 0; i < ret->noperands; i++) {
     raf_value *x = ret->operands[i].value;
+    if (v->partial && x && !x->type)
+      continue;
     if (x && x->type != f->results[i].type) {
       char a[128], b[128];
       fail(v, ret->loc, "return: value %d has type %s but @%s returns %s", i,
@@ -187,6 +207,10 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
       operands_ok = false;
     }
   }
+  if (v->partial)
+    for (int i = 0; i < s->nresults; i++)
+      if (!s->results[i]->type)
+        return; /* the parser checked the rest and reported what it found */
   int ns;
   const raf_attr_spec *stmt_specs = raf_entity_attrs(RAF_ENTITY_STMT, &ns);
   size_t before = raf_error_count(v->ctx);
@@ -196,6 +220,13 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
     fail(v, s->loc, "constant: no data");
   if (!operands_ok || raf_error_count(v->ctx) != before)
     return; /* inference would only repeat the problem */
+  if (v->partial) {
+    if (s->op == RAF_OP_CALL && !s->callee)
+      return;
+    for (int i = 0; i < s->noperands; i++)
+      if (!s->operands[i].value->type)
+        return;
+  }
   raf_type *stack[16];
   raf_type **types = s->nresults <= 16
                          ? stack
@@ -265,8 +296,18 @@ static bool calls_cycle(verifier *v, raf_func *f, raf_strmap *marks) {
   return false;
 }
 
-raf_status raf_verify_module(raf_ctx *ctx, raf_module *m) {
-  verifier v = {ctx, m, true, false};
+bool raf_verify_stmt_attrs(raf_ctx *ctx, raf_module *m, const raf_stmt *s) {
+  verifier v = {ctx, m, true, false, false};
+  int ns;
+  const raf_attr_spec *stmt_specs = raf_entity_attrs(RAF_ENTITY_STMT, &ns);
+  const raf_op_info *op = &raf_op_table[s->op];
+  check_attrs(&v, &s->attrs, s->loc, op->name, op->attrs, op->nattrs,
+              stmt_specs, ns);
+  return v.ok;
+}
+
+static raf_status verify(raf_ctx *ctx, raf_module *m, bool partial) {
+  verifier v = {ctx, m, true, false, partial};
   for (raf_func *f = m->first; f; f = f->next)
     check_func(&v, f);
   if (!v.has_calls)
@@ -277,4 +318,12 @@ raf_status raf_verify_module(raf_ctx *ctx, raf_module *m) {
     calls_cycle(&v, f, &marks);
   raf_strmap_free(&marks);
   return v.ok ? RAF_OK : RAF_ERROR;
+}
+
+raf_status raf_verify_module(raf_ctx *ctx, raf_module *m) {
+  return verify(ctx, m, false);
+}
+
+void raf_verify_unreported(raf_ctx *ctx, raf_module *m) {
+  verify(ctx, m, true);
 }

@@ -150,6 +150,17 @@ void raf_build_begin_func(raf_parser *p, raf_span name) {
 
 void raf_build_param(raf_parser *p, raf_span name, raf_type *t,
                      const raf_attrs *attrs) {
+  if (p->func && !t &&
+      !raf_strmap_get(&p->func->names, name.s + 1, (size_t)name.len - 1)) {
+    /* A bad type, already reported: the name still gets a (typeless)
+     * value, so that its uses do not each report an undefined value. */
+    raf_value *v = RAF_NEW(&p->m->arena, raf_value);
+    if (v) {
+      v->func = p->func;
+      v->index = -1;
+      define_value(p, v, name);
+    }
+  }
   if (!p->func || !t)
     return;
   if (raf_strmap_get(&p->func->names, name.s + 1, (size_t)name.len - 1)) {
@@ -228,8 +239,15 @@ void raf_build_stmt_loc(raf_parser *p, raf_span file, raf_span line,
   int64_t l, c;
   if (!parse_i64(p, line, &l) || !parse_i64(p, col, &c))
     return;
-  char *name = raf_arena_strndup(&p->m->arena, file.s + 1,
-                                 (size_t)(file.len - 2));
+  if (l < 1 || l > UINT32_MAX || c < 1 || c > UINT32_MAX) {
+    raf_parse_error(p, l < 1 || l > UINT32_MAX ? line.loc : col.loc,
+                    "location %lld:%lld is out of range", (long long)l,
+                    (long long)c);
+    return;
+  }
+  /* The file name is a string: its escapes are undone, as the printer
+   * makes them. */
+  const char *name = raf_build_string_attr(p, file).val.u.s;
   /* The statement is already built: patch its location. */
   if (p->func && p->func->last && name) {
     raf_loc loc = {raf_ctx_intern(p->ctx, name), (uint32_t)l, (uint32_t)c};
@@ -439,12 +457,12 @@ void raf_build_lit_scalar(raf_parser *p, raf_span n) {
     raf_parse_error(p, n.loc, "constant elements are nested unevenly");
     p->lit_error = 1;
   }
-  if (p->lit_depth > 0)
+  if (p->lit_depth > 0 && p->lit_depth <= RAF_MAX_RANK)
     p->lit_count[p->lit_depth]++;
   RAF_BUF_PUSH(&p->lit, n);
 }
 
-void raf_build_lit_open(raf_parser *p) {
+void raf_build_lit_open(raf_parser *p, raf_loc loc) {
   if (p->lit_depth == 0) { /* a new literal */
     p->lit.n = 0;
     p->lit_error = 0;
@@ -452,20 +470,25 @@ void raf_build_lit_open(raf_parser *p) {
     for (int i = 0; i <= RAF_MAX_RANK; i++)
       p->lit_dims[i] = -1;
   }
+  /* lit_depth counts every level; only the first RAF_MAX_RANK are
+   * recorded, the literal being an error below them. */
   p->lit_depth++;
   if (p->lit_depth > RAF_MAX_RANK) {
     if (!p->lit_error)
-      raf_diag_report(p->ctx, (raf_loc){p->file, p->line, 0},
-                      RAF_SEV_ERROR, "constant nested deeper than rank %d",
+      raf_parse_error(p, loc, "constant nested deeper than rank %d",
                       RAF_MAX_RANK);
     p->lit_error = 1;
-    p->lit_depth = RAF_MAX_RANK;
+    return;
   }
   p->lit_count[p->lit_depth] = 0;
 }
 
 void raf_build_lit_close(raf_parser *p, raf_loc loc) {
   int d = p->lit_depth;
+  if (d > RAF_MAX_RANK || d < 1) {
+    p->lit_depth--;
+    return;
+  }
   if (p->lit_dims[d] < 0)
     p->lit_dims[d] = p->lit_count[d];
   else if (p->lit_dims[d] != p->lit_count[d] && !p->lit_error) {
@@ -478,7 +501,7 @@ void raf_build_lit_close(raf_parser *p, raf_loc loc) {
       p->lit_rank = d;
   }
   p->lit_depth--;
-  if (p->lit_depth > 0)
+  if (p->lit_depth > 0 && p->lit_depth <= RAF_MAX_RANK)
     p->lit_count[p->lit_depth]++;
 }
 
@@ -505,9 +528,22 @@ raf_type *raf_build_type(raf_parser *p, raf_span dtype) {
     return NULL;
   }
   const int64_t *dims = p->dims.v;
-  for (int i = 0; i < rank; i++)
+  int64_t numel = 1;
+  bool fits = true;
+  for (int i = 0; i < rank; i++) {
     if (dims[i] < 0)
       return NULL;
+    if (numel != 0 && dims[i] > INT64_MAX / numel)
+      fits = false;
+    else
+      numel *= dims[i];
+  }
+  /* Element counts are int64_t everywhere. */
+  if (!fits && numel != 0) {
+    raf_parse_error(p, dtype.loc, "type has more than %lld elements",
+                    (long long)INT64_MAX);
+    return NULL;
+  }
   return raf_type_get(p->m, dt, rank, dims);
 }
 
@@ -564,8 +600,15 @@ raf_attr raf_build_string_attr(raf_parser *p, raf_span s) {
   /* Strip the quotes and undo the \" and \\ escapes. */
   int end = s.len > 1 && s.s[s.len - 1] == '"' ? s.len - 1 : s.len;
   for (int i = 1; out && i < end; i++) {
-    if (s.s[i] == '\\' && i + 1 < end)
+    if (s.s[i] == '\\' && i + 1 < end) {
       i++;
+      if (s.s[i] != '"' && s.s[i] != '\\') {
+        raf_loc at = s.loc;
+        at.col += (uint32_t)i - 1;
+        raf_parse_error(p, at, "unknown escape '\\%c' in string (only \\\" "
+                        "and \\\\ are escapes)", s.s[i]);
+      }
+    }
     out[n++] = s.s[i];
   }
   a.val.u.s = out ? out : "";

@@ -46,7 +46,7 @@ raf_attr raf_build_func_attr(raf_parser *p, raf_span name);
 raf_attr raf_build_list_attr(raf_parser *p);
 
 void raf_build_lit_scalar(raf_parser *p, raf_span n);
-void raf_build_lit_open(raf_parser *p);
+void raf_build_lit_open(raf_parser *p, raf_loc loc);
 void raf_build_lit_close(raf_parser *p, raf_loc loc);
 
 #endif

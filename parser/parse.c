@@ -3,7 +3,10 @@
  * Parsing is two steps. The grammar builds every function with the types the
  * text states; then, with the whole module known, calls and @function
  * attributes are resolved (a function may be called before its definition)
- * and the types left out are inferred in statement order.
+ * and the types left out are inferred in statement order, each statement's
+ * attributes checked first. When that finds errors in a module without
+ * syntax errors, the verifier reports the rest before the module is thrown
+ * away, so one run reports every error.
  */
 #include "parser/build.h"
 #include "parser.h"
@@ -50,6 +53,8 @@ static void infer_missing_types(raf_parser *p) {
   for (raf_func *f = p->m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next) {
       if (s->nresults == 0 || s->results[0]->type)
+        continue;
+      if (!raf_verify_stmt_attrs(p->ctx, p->m, s))
         continue;
       bool known = s->op != RAF_OP_CALL || s->callee;
       for (int i = 0; known && i < s->noperands; i++)
@@ -100,9 +105,15 @@ raf_module *raf_parse_module(raf_ctx *ctx, const char *name, const char *text,
   /* Scan the context's copy in place: no second copy of a large module. */
   YY_BUFFER_STATE buf = raf_yy_scan_buffer(copy, len + 2, scanner);
   raf_yyparse(scanner, &p);
+  bool syntax_ok = raf_error_count(ctx) == errors;
   resolve_module(&p);
-  if (raf_error_count(ctx) == errors)
+  if (syntax_ok) {
+    /* A call of an undefined function stays untyped; the verifier then
+     * reports everything else the module gets wrong, in one run. */
     infer_missing_types(&p);
+    if (raf_error_count(ctx) != errors)
+      raf_verify_unreported(ctx, p.m);
+  }
   raf_yy_delete_buffer(buf, scanner);
   raf_yylex_destroy(scanner);
   parser_free(&p);

@@ -227,9 +227,9 @@ lit:
     number                       { raf_build_lit_scalar(p, $1); }
   | TRUE                         { raf_build_lit_scalar(p, (raf_span){"1", 1, LOC(@1)}); }
   | FALSE                        { raf_build_lit_scalar(p, (raf_span){"0", 1, LOC(@1)}); }
-  | '[' { raf_build_lit_open(p); } lit_items ']'
+  | '[' { raf_build_lit_open(p, LOC(@1)); } lit_items ']'
                                  { raf_build_lit_close(p, LOC(@1)); }
-  | '[' ']'                      { raf_build_lit_open(p);
+  | '[' ']'                      { raf_build_lit_open(p, LOC(@1));
                                    raf_build_lit_close(p, LOC(@1)); }
   ;
 
