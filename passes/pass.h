@@ -26,6 +26,11 @@ double raf_pass_opt_float(const raf_pass_args *a, const char *name);
 bool raf_pass_opt_bool(const raf_pass_args *a, const char *name);
 const char *raf_pass_opt_str(const raf_pass_args *a, const char *name);
 
+/* Erases every statement of f none of whose results is used (never the
+ * return), in one backward walk; returns how many went. Defined in dce.c and
+ * shared by the passes that leave dead statements behind. */
+size_t raf_erase_dead(raf_func *f);
+
 #define PASS(id, name, summary, options) \
   raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);
 #include "passes/passes.def"
