@@ -119,7 +119,7 @@ void raf_type_str(const raf_type *t, char *buf, size_t size) {
 
 const raf_attr *raf_attrs_find(const raf_attrs *a, const char *name) {
   for (int i = 0; i < a->n; i++)
-    if (strcmp(a->v[i].name, name) == 0)
+    if (a->v[i].name == name || strcmp(a->v[i].name, name) == 0)
       return &a->v[i];
   return NULL;
 }
@@ -127,7 +127,7 @@ const raf_attr *raf_attrs_find(const raf_attrs *a, const char *name) {
 const raf_attr_spec *raf_spec_find(const raf_attr_spec *s, int n,
                                    const char *name) {
   for (int i = 0; i < n; i++)
-    if (strcmp(s[i].name, name) == 0)
+    if (s[i].name == name || strcmp(s[i].name, name) == 0)
       return &s[i];
   return NULL;
 }

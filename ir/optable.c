@@ -36,7 +36,7 @@ bool raf_op_lookup(const char *name, size_t len, raf_opcode *out) {
    * build or share between threads. */
   for (int i = 0; i < RAF_OP_COUNT; i++) {
     const char *s = raf_op_table[i].name;
-    if (s[0] == name[0] && strlen(s) == len && memcmp(s, name, len) == 0) {
+    if (s[0] == name[0] && strncmp(s, name, len) == 0 && s[len] == 0) {
       *out = (raf_opcode)i;
       return true;
     }
@@ -87,8 +87,9 @@ bool raf_dtype_is_float(raf_dtype dt) {
 
 bool raf_dtype_from_name(const char *s, size_t len, raf_dtype *out) {
   for (int i = 0; i < RAF_DTYPE_COUNT; i++)
-    if (strlen(dtype_facts[i].name) == len &&
-        memcmp(dtype_facts[i].name, s, len) == 0) {
+    if (dtype_facts[i].name[0] == s[0] &&
+        strncmp(dtype_facts[i].name, s, len) == 0 &&
+        dtype_facts[i].name[len] == 0) {
       *out = (raf_dtype)i;
       return true;
     }

@@ -225,7 +225,8 @@ static void put_attrs(out *o, const raf_attrs *attrs, const raf_attr_spec *s1,
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < counts[k]; i++)
       for (int j = 0; j < attrs->n; j++)
-        if (strcmp(attrs->v[j].name, schemas[k][i].name) == 0 &&
+        if ((attrs->v[j].name == schemas[k][i].name ||
+             strcmp(attrs->v[j].name, schemas[k][i].name) == 0) &&
             !is_default(&attrs->v[j], &schemas[k][i]))
           put_attr(o, &attrs->v[j], &first);
   for (int j = 0; j < attrs->n; j++)

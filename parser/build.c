@@ -319,6 +319,7 @@ static void coerce_attrs(raf_stmt *s, raf_module *m) {
     const raf_attr_spec *spec = raf_spec_find(op->attrs, op->nattrs, a->name);
     if (!spec)
       continue;
+    a->name = spec->name; /* the schema's spelling: compared by pointer */
     if (spec->kind == RAF_ATTR_FLOAT && a->kind == RAF_ATTR_INT) {
       a->kind = RAF_ATTR_FLOAT;
       a->val.u.f = (double)a->val.u.i;

@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct options {
   const char *input, *output;
@@ -245,10 +246,31 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  /* Collect the output in memory: it is written only on success. */
-  char *outbuf = NULL;
+  /* Output is kept only on success: a regular file is written under a
+   * temporary name and renamed at the end (as LLVM's ToolOutputFile does);
+   * stdout gets the text collected in memory; a device is written as is. */
+  char *outbuf = NULL, *tmp_name = NULL;
   size_t outlen = 0;
-  FILE *out = open_memstream(&outbuf, &outlen);
+  bool to_stdout = !o.output || strcmp(o.output, "-") == 0;
+  FILE *out = NULL;
+  struct stat st;
+  if (to_stdout) {
+    out = open_memstream(&outbuf, &outlen);
+  } else if (stat(o.output, &st) == 0 && !S_ISREG(st.st_mode)) {
+    out = fopen(o.output, "wb");
+  } else {
+    size_t n = strlen(o.output) + 16;
+    tmp_name = malloc(n);
+    int fd = -1;
+    if (tmp_name) {
+      snprintf(tmp_name, n, "%s.tmp-XXXXXX", o.output);
+      fd = mkstemp(tmp_name);
+    }
+    out = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  }
+  if (!out)
+    fprintf(stderr, "raf-opt: cannot write '%s'\n",
+            to_stdout ? "<stdout>" : o.output);
   bool ok = out != NULL;
   o.pipe.report = stderr;
   if (ok && !o.split) {
@@ -282,20 +304,21 @@ int main(int argc, char **argv) {
       }
     }
   }
-  if (out)
-    fclose(out);
+  if (out && fclose(out) != 0)
+    ok = false;
   if (!o.verify_diags)
     raf_diag_render(ctx, stderr);
-  if (ok && outbuf) {
-    bool to_stdout = !o.output || strcmp(o.output, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(o.output, "wb");
-    if (!f || fwrite(outbuf, 1, outlen, f) != outlen) {
+  if (ok && to_stdout && fwrite(outbuf, 1, outlen, stdout) != outlen)
+    ok = false;
+  if (tmp_name) {
+    if (ok && rename(tmp_name, o.output) != 0) {
       fprintf(stderr, "raf-opt: cannot write '%s'\n", o.output);
       ok = false;
     }
-    if (f && !to_stdout && fclose(f) != 0)
-      ok = false;
+    if (!ok)
+      remove(tmp_name);
   }
+  free(tmp_name);
   free(outbuf);
   free(text);
   raf_pipeline_destroy(pl);
