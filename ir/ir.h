@@ -225,6 +225,10 @@ void raf_func_set_results(raf_func *f, int n, raf_type *const *types);
 /* A value name unused in f, built from hint ("x" -> "x", "x.1", ...; NULL
  * gives "0", "1", ...). Owned by the module. */
 const char *raf_func_fresh_name(raf_func *f, const char *hint);
+/* A fresh name for a value made from one named `name`: the name without its
+ * fresh suffix ".N" as the hint, so rewriting "c.1" gives "c.2", not
+ * "c.1.1"; plain numbers for numbered values. Owned by the module. */
+const char *raf_func_derived_name(raf_func *f, const char *name);
 /* Names a value, registering it in its function. Fails on a duplicate. */
 raf_status raf_value_set_name(raf_value *v, const char *name);
 

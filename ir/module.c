@@ -262,6 +262,23 @@ const char *raf_func_fresh_name(raf_func *f, const char *hint) {
   }
 }
 
+const char *raf_func_derived_name(raf_func *f, const char *name) {
+  char buf[128];
+  size_t n = strlen(name), k = n;
+  while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
+    k--;
+  if (k > 1 && k < n && name[k - 1] == '.')
+    n = k - 1;
+  bool numeric = true;
+  for (size_t i = 0; i < n; i++)
+    numeric = numeric && name[i] >= '0' && name[i] <= '9';
+  if (numeric || n >= sizeof buf)
+    return raf_func_fresh_name(f, NULL);
+  memcpy(buf, name, n);
+  buf[n] = 0;
+  return raf_func_fresh_name(f, buf);
+}
+
 raf_status raf_value_set_name(raf_value *v, const char *name) {
   raf_func *f = v->func;
   size_t len = strlen(name);

@@ -82,25 +82,6 @@ static raf_stmt *const_def(const raf_value *v) {
 
 /* ---- New statements ------------------------------------------------------ */
 
-/* The name a value made from `name` starts from: the name without a fresh
- * suffix ".N", so that rewriting "c.1" gives "c.2", not "c.1.1"; NULL (plain
- * numbers) for numbered values. */
-static const char *name_hint(const char *name, char *buf, size_t size) {
-  size_t n = strlen(name), k = n;
-  while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
-    k--;
-  if (k > 1 && k < n && name[k - 1] == '.')
-    n = k - 1;
-  bool numeric = true;
-  for (size_t i = 0; i < n; i++)
-    numeric = numeric && name[i] >= '0' && name[i] <= '9';
-  if (numeric || n >= size)
-    return NULL;
-  memcpy(buf, name, n);
-  buf[n] = 0;
-  return buf;
-}
-
 /* Replaces the single result of s by a new constant of s's type and data c,
  * inserted before s with s's location. */
 static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
@@ -111,9 +92,7 @@ static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
     return;
   }
   k->cdata = data;
-  char buf[128];
-  const char *name = raf_func_fresh_name(
-      c->f, name_hint(s->results[0]->name, buf, sizeof buf));
+  const char *name = raf_func_derived_name(c->f, s->results[0]->name);
   k->results[0]->func = c->f;
   if (name)
     raf_value_set_name(k->results[0], name);

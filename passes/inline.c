@@ -83,27 +83,6 @@ static void add_flags(inliner *in, const raf_func *f, unsigned bits) {
   set_flags(in, f, get_flags(in, f) | bits);
 }
 
-/* A fresh name in f for a copy of a value named name: the name itself when
- * it is free, else with a ".N" suffix; any ".N" it already has is dropped
- * first, so names do not grow with each level of inlining. */
-static const char *copy_name(raf_func *f, const char *name) {
-  char buf[128];
-  size_t n = strlen(name), k = n;
-  while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
-    k--;
-  if (k > 1 && k < n && name[k - 1] == '.')
-    n = k - 1;
-  bool numeric = true;
-  for (size_t i = 0; i < n; i++)
-    numeric = numeric && name[i] >= '0' && name[i] <= '9';
-  if (numeric || n >= sizeof buf) /* %0, %1, ...: the next fresh number */
-    return raf_func_fresh_name(f, NULL);
-  if (n == strlen(name))
-    return raf_func_fresh_name(f, name);
-  memcpy(buf, name, n);
-  buf[n] = 0;
-  return raf_func_fresh_name(f, buf);
-}
 
 /* The caller's value for callee value v, at call site `call`. base is the
  * order of the callee's first statement. */
@@ -184,7 +163,7 @@ static void inline_call(inliner *in, raf_func *f, raf_stmt *call) {
     c->callee = t->callee;
     c->cdata = t->cdata;
     for (int i = 0; i < c->nresults; i++) {
-      const char *name = copy_name(f, t->results[i]->name);
+      const char *name = raf_func_derived_name(f, t->results[i]->name);
       c->results[i]->func = f;
       if (name)
         raf_value_set_name(c->results[i], name);
