@@ -165,21 +165,67 @@ static const char *find_line(const raf_ctx *c, raf_loc loc, size_t *len) {
   return NULL;
 }
 
-void raf_diag_render(const raf_ctx *c, FILE *out) {
+/* Diagnostics are shown in source order, each error with the notes that
+ * followed it: a group starts at every diagnostic that is not a note. */
+typedef struct diag_group {
+  const raf_diag *first;
+  size_t file_rank; /* files in the order they were first reported */
+  size_t index, count;
+} diag_group;
+
+#define CMP(x, y) ((x) < (y) ? -1 : (x) > (y))
+static int group_cmp(const void *pa, const void *pb) {
+  const diag_group *a = pa, *b = pb;
+  const raf_loc *la = &a->first->loc, *lb = &b->first->loc;
+  int r = CMP(a->file_rank, b->file_rank);
+  if (!r)
+    r = CMP(la->line, lb->line);
+  if (!r)
+    r = CMP(la->col, lb->col);
+  return r ? r : CMP(a->index, b->index);
+}
+
+static void render_one(const raf_ctx *c, const raf_diag *d, FILE *out) {
   static const char *const sev_names[] = {"error", "warning", "note"};
-  for (size_t i = 0; i < c->ndiags; i++) {
-    const raf_diag *d = &c->diags[i];
-    if (d->loc.line)
-      fprintf(out, "%s:%u:%u: ", d->loc.file ? d->loc.file : "<unknown>",
-              d->loc.line, d->loc.col);
-    fprintf(out, "%s: %s\n", sev_names[d->sev], d->message);
-    size_t len = 0;
-    const char *line = d->loc.line ? find_line(c, d->loc, &len) : NULL;
-    if (!line)
-      continue;
-    fprintf(out, "%.*s\n", (int)len, line);
-    for (uint32_t col = 1; col < d->loc.col && col <= len; col++)
-      fputc(line[col - 1] == '\t' ? '\t' : ' ', out);
-    fputs("^\n", out);
+  if (d->loc.line)
+    fprintf(out, "%s:%u:%u: ", d->loc.file ? d->loc.file : "<unknown>",
+            d->loc.line, d->loc.col);
+  fprintf(out, "%s: %s\n", sev_names[d->sev], d->message);
+  size_t len = 0;
+  const char *line = d->loc.line ? find_line(c, d->loc, &len) : NULL;
+  if (!line)
+    return;
+  fprintf(out, "%.*s\n", (int)len, line);
+  for (uint32_t col = 1; col < d->loc.col && col <= len; col++)
+    fputc(line[col - 1] == '\t' ? '\t' : ' ', out);
+  fputs("^\n", out);
+}
+
+void raf_diag_render(const raf_ctx *c, FILE *out) {
+  diag_group *g = malloc((c->ndiags ? c->ndiags : 1) * sizeof *g);
+  size_t n = 0;
+  for (size_t i = 0; g && i < c->ndiags; i++) {
+    if (n == 0 || c->diags[i].sev != RAF_SEV_NOTE) {
+      /* the rank of a file is the index of its first group */
+      size_t rank = n;
+      for (size_t k = n; k-- > 0;)
+        if (g[k].first->loc.file == c->diags[i].loc.file) {
+          rank = g[k].file_rank;
+          break;
+        }
+      g[n++] = (diag_group){&c->diags[i], rank, i, 0};
+    }
+    g[n - 1].count++;
   }
+  if (!g) { /* out of memory: reported order will do */
+    for (size_t i = 0; i < c->ndiags; i++)
+      render_one(c, &c->diags[i], out);
+    return;
+  }
+  /* qsort is not stable, but index breaks every tie. */
+  qsort(g, n, sizeof *g, group_cmp);
+  for (size_t k = 0; k < n; k++)
+    for (size_t i = 0; i < g[k].count; i++)
+      render_one(c, g[k].first + i, out);
+  free(g);
 }
