@@ -38,7 +38,8 @@ fuzz() {
       cp "$f" "$corpus/"
   done
   build-fuzz/fuzz-parse -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
+    grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)' 
   local rc=${PIPESTATUS[0]}
   rm -rf "$corpus"
   return "$rc"
