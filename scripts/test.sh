@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite. Installs what is missing, builds, and runs
 #  1. the unit and lit tests (CTest) on the release build;
-#  2. the lit suite again on an AddressSanitizer + UBSan build;
+#  2. the same again on an AddressSanitizer + UBSan build;
 #  3. the parser fuzzer (libFuzzer, clang-19) for FUZZ_SECONDS (default 60),
 #     seeded with the lit tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-LIT="/usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py"
 passed=0
 failed=0
 step() { # step NAME COMMAND...: runs a step and counts it
@@ -23,9 +22,9 @@ release() {
 }
 sanitized() {
   bash scripts/build.sh build-asan -DRAF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug &&
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    $LIT -q test/lit --param raf_bin=build-asan
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --output-on-failure)
 }
 fuzz() {
   bash scripts/build.sh build-fuzz -DRAF_FUZZ=ON -DCMAKE_C_COMPILER=clang-19 \
@@ -46,7 +45,7 @@ fuzz() {
 }
 
 step "release build: unit and lit tests" release
-step "AddressSanitizer/UBSan build: lit tests" sanitized
+step "AddressSanitizer/UBSan build: unit and lit tests" sanitized
 step "fuzzer: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes" fuzz
 echo "test.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
