@@ -93,8 +93,7 @@ static bool is_pass(const char *name, size_t len) {
 }
 
 /* Parses argv; returns -1 to go on, else an exit status. */
-static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl,
-                      raf_ctx *ctx) {
+static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -178,7 +177,6 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl,
       o->input = a;
     }
   }
-  (void)ctx;
   return -1;
 }
 
@@ -223,7 +221,7 @@ int main(int argc, char **argv) {
   }
   options o = {0};
   raf_pipeline_options_init(&o.pipe);
-  int status = parse_args(argc, argv, &o, pl, ctx);
+  int status = parse_args(argc, argv, &o, pl);
   if (status >= 0) {
     raf_diag_render(ctx, stderr);
     raf_pipeline_destroy(pl);
