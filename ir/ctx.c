@@ -3,7 +3,8 @@
  * Diagnostics are collected, never printed on the spot, so a tool can render
  * them, count them or match them against expected-error annotations. The
  * renderer finds the source line of a location in the registered text and
- * draws a caret under its column, as GCC and Clang do.
+ * draws a caret under its column, as GCC and Clang do. Reading a source
+ * whole (raf_read_stream) lives here too, beside the buffers it fills.
  */
 #include "ir/ir.h"
 
@@ -228,4 +229,27 @@ void raf_diag_render(const raf_ctx *c, FILE *out) {
     for (size_t i = 0; i < g[k].count; i++)
       render_one(c, g[k].first + i, out);
   free(g);
+}
+
+char *raf_read_stream(FILE *f, size_t *len) {
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (n < cap) {
+      if (ferror(f)) {
+        free(buf);
+        return NULL;
+      }
+      break;
+    }
+    char *g = realloc(buf, cap * 2);
+    if (!g)
+      free(buf);
+    buf = g;
+    cap *= 2;
+  }
+  *len = n;
+  return buf;
 }

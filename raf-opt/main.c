@@ -54,29 +54,6 @@ static void usage(FILE *f) {
           "  --help, --version\n");
 }
 
-static char *read_all(FILE *f, size_t *len) {
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) {
-      if (ferror(f)) {
-        free(buf);
-        return NULL;
-      }
-      break;
-    }
-    char *g = realloc(buf, cap * 2);
-    if (!g)
-      free(buf);
-    buf = g;
-    cap *= 2;
-  }
-  *len = n;
-  return buf;
-}
-
 /* "--name=value" -> value, when arg starts with "--name=". */
 static const char *flag_value(const char *arg, const char *name) {
   size_t n = strlen(name);
@@ -234,7 +211,7 @@ int main(int argc, char **argv) {
   const char *name = from_stdin ? "<stdin>" : o.input;
   FILE *in = from_stdin ? stdin : fopen(o.input, "rb");
   size_t len = 0;
-  char *text = in ? read_all(in, &len) : NULL;
+  char *text = in ? raf_read_stream(in, &len) : NULL;
   if (in && !from_stdin)
     fclose(in);
   if (!text) {

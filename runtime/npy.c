@@ -142,24 +142,11 @@ raf_status raf_npy_read(raf_ctx *ctx, const char *path, raf_npy *out) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return fail(ctx, path, "cannot open file", NULL);
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap)
-      break;
-    char *g = realloc(buf, cap * 2);
-    if (!g)
-      free(buf);
-    buf = g;
-    cap *= 2;
-  }
-  bool err = ferror(f);
+  size_t n = 0;
+  char *buf = raf_read_stream(f, &n);
   fclose(f);
-  if (!buf || err) {
-    free(buf);
+  if (!buf)
     return fail(ctx, path, "cannot read file", NULL);
-  }
   raf_status st = raf_npy_parse(ctx, path, buf, n, out);
   free(buf);
   return st;

@@ -68,6 +68,10 @@ void raf_diag_report(raf_ctx *ctx, raf_loc loc, raf_severity sev,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Reads the rest of f into a new buffer, which the caller frees; *len gets
+ * its size. Returns NULL on a read error or when out of memory. */
+char *raf_read_stream(FILE *f, size_t *len);
+
 /* ---- Parsing, verifying, printing --------------------------------------- */
 
 /* Parses text (len bytes, need not be NUL-terminated) as a module. name is the

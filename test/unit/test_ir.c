@@ -8,13 +8,7 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "test/unit/check.h"
 
 static char *print_to_string(const raf_module *m) {
   char *buf = NULL;

@@ -7,13 +7,7 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "test/unit/check.h"
 
 /* A file as np.save writes it: magic, version, header padded to 64 bytes. */
 static size_t make_npy(unsigned char *buf, int major, const char *dict,
