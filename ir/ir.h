@@ -257,6 +257,12 @@ void raf_func_number(raf_func *f);
 /* The return statement of f, or NULL. */
 raf_stmt *raf_func_return(const raf_func *f);
 
+/* Calls visit on every attribute list of the module: each function's, its
+ * arguments', its results' and its statements'. */
+void raf_module_visit_attrs(raf_module *m,
+                            void (*visit)(raf_attrs *attrs, void *data),
+                            void *data);
+
 /* Copies of raw data into the module arena. */
 char *raf_module_strdup(raf_module *m, const char *s);
 

@@ -47,6 +47,20 @@ char *raf_module_strdup(raf_module *m, const char *s) {
   return raf_arena_strndup(&m->arena, s, strlen(s));
 }
 
+void raf_module_visit_attrs(raf_module *m,
+                            void (*visit)(raf_attrs *attrs, void *data),
+                            void *data) {
+  for (raf_func *f = m->first; f; f = f->next) {
+    visit(&f->attrs, data);
+    for (int i = 0; i < f->nargs; i++)
+      visit(&f->args[i].attrs, data);
+    for (int i = 0; i < f->nresults; i++)
+      visit(&f->results[i].attrs, data);
+    for (raf_stmt *s = f->first; s; s = s->next)
+      visit(&s->attrs, data);
+  }
+}
+
 /* ---- Types ---------------------------------------------------------------- */
 
 static uint64_t type_hash(raf_dtype dt, int rank, const int64_t *dims) {

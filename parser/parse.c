@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void resolve_func_attrs(raf_parser *p, raf_attrs *a) {
+static void resolve_func_attrs(raf_attrs *a, void *parser) {
+  raf_parser *p = parser;
   for (int i = 0; i < a->n; i++) {
     raf_attr *at = &a->v[i];
     if (at->kind != RAF_ATTR_FUNC)
@@ -37,15 +38,8 @@ static void resolve_module(raf_parser *p) {
       raf_parse_error(p, c->callee.loc, "call of undefined function %.*s",
                       c->callee.len, c->callee.s);
   }
-  for (raf_func *f = p->nfuncrefs ? p->m->first : NULL; f; f = f->next) {
-    resolve_func_attrs(p, &f->attrs);
-    for (int i = 0; i < f->nargs; i++)
-      resolve_func_attrs(p, &f->args[i].attrs);
-    for (int i = 0; i < f->nresults; i++)
-      resolve_func_attrs(p, &f->results[i].attrs);
-    for (raf_stmt *s = f->first; s; s = s->next)
-      resolve_func_attrs(p, &s->attrs);
-  }
+  if (p->nfuncrefs)
+    raf_module_visit_attrs(p->m, resolve_func_attrs, p);
 }
 
 static void infer_missing_types(raf_parser *p) {

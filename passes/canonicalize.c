@@ -102,59 +102,33 @@ static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
 
 /* ---- Element arithmetic -------------------------------------------------- */
 
-/* The ops folded, listed rather than taken as ranges of the enum, so that a
- * row added to lang/ops.def is never folded by accident. */
-static bool is_unary(raf_opcode op) {
+/* Which ops fold is decided by the evaluators below: each knows the ops
+ * it can compute and says false for the rest, so there is no list of
+ * foldable ops beside them. */
+/* Float arithmetic in double; false for an op it does not compute. */
+static bool eval_float(raf_opcode op, double a, double b, double *r) {
   switch (op) {
-  case RAF_OP_NEG: case RAF_OP_ABS: case RAF_OP_EXP: case RAF_OP_LOG:
-  case RAF_OP_SQRT: case RAF_OP_RSQRT: case RAF_OP_TANH: case RAF_OP_SIGMOID:
-  case RAF_OP_RELU: case RAF_OP_ERF:
-    return true;
-  default:
-    return false;
-  }
-}
-static bool is_binary(raf_opcode op) {
-  switch (op) {
-  case RAF_OP_ADD: case RAF_OP_SUB: case RAF_OP_MUL: case RAF_OP_DIV:
-  case RAF_OP_POW: case RAF_OP_MAXIMUM: case RAF_OP_MINIMUM:
-    return true;
-  default:
-    return false;
-  }
-}
-static bool is_compare(raf_opcode op) {
-  switch (op) {
-  case RAF_OP_EQ: case RAF_OP_NE: case RAF_OP_LT: case RAF_OP_LE:
-  case RAF_OP_GT: case RAF_OP_GE:
-    return true;
-  default:
-    return false;
-  }
-}
-
-static double eval_float(raf_opcode op, double a, double b) {
-  switch (op) {
-  case RAF_OP_NEG: return -a;
-  case RAF_OP_ABS: return fabs(a);
-  case RAF_OP_EXP: return exp(a);
-  case RAF_OP_LOG: return log(a);
-  case RAF_OP_SQRT: return sqrt(a);
-  case RAF_OP_RSQRT: return 1.0 / sqrt(a);
-  case RAF_OP_TANH: return tanh(a);
-  case RAF_OP_SIGMOID: return 1.0 / (1.0 + exp(-a));
-  case RAF_OP_RELU: return a > 0 || isnan(a) ? a : 0.0;
-  case RAF_OP_ERF: return erf(a);
-  case RAF_OP_ADD: return a + b;
-  case RAF_OP_SUB: return a - b;
-  case RAF_OP_MUL: return a * b;
-  case RAF_OP_DIV: return a / b;
-  case RAF_OP_POW: return pow(a, b);
+  case RAF_OP_NEG: *r = -a; break;
+  case RAF_OP_ABS: *r = fabs(a); break;
+  case RAF_OP_EXP: *r = exp(a); break;
+  case RAF_OP_LOG: *r = log(a); break;
+  case RAF_OP_SQRT: *r = sqrt(a); break;
+  case RAF_OP_RSQRT: *r = 1.0 / sqrt(a); break;
+  case RAF_OP_TANH: *r = tanh(a); break;
+  case RAF_OP_SIGMOID: *r = 1.0 / (1.0 + exp(-a)); break;
+  case RAF_OP_RELU: *r = a > 0 || isnan(a) ? a : 0.0; break;
+  case RAF_OP_ERF: *r = erf(a); break;
+  case RAF_OP_ADD: *r = a + b; break;
+  case RAF_OP_SUB: *r = a - b; break;
+  case RAF_OP_MUL: *r = a * b; break;
+  case RAF_OP_DIV: *r = a / b; break;
+  case RAF_OP_POW: *r = pow(a, b); break;
   /* NaN propagates, as in NumPy and PyTorch (fmax would drop it). */
-  case RAF_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-  case RAF_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-  default: return NAN;
+  case RAF_OP_MAXIMUM: *r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; break;
+  case RAF_OP_MINIMUM: *r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; break;
+  default: return false;
   }
+  return true;
 }
 
 /* Integer arithmetic in int64; false where the result is not exact. */
@@ -191,19 +165,23 @@ static bool eval_int(raf_opcode op, int64_t a, int64_t b, int64_t *r) {
   }
   case RAF_OP_MAXIMUM: *r = a > b ? a : b; return true;
   case RAF_OP_MINIMUM: *r = a < b ? a : b; return true;
-  default: return false; /* the float-only ops never get here */
+  default: return false; /* float-only, or not computed here */
   }
 }
 
-static bool compare(raf_opcode op, int order, bool unordered) {
+/* A comparison, given the order of its operands (-1, 0, 1) and whether
+ * either is NaN; false when op compares nothing. */
+static bool eval_compare(raf_opcode op, int order, bool unordered, bool *r) {
   switch (op) {
-  case RAF_OP_EQ: return !unordered && order == 0;
-  case RAF_OP_NE: return unordered || order != 0;
-  case RAF_OP_LT: return !unordered && order < 0;
-  case RAF_OP_LE: return !unordered && order <= 0;
-  case RAF_OP_GT: return !unordered && order > 0;
-  default: return !unordered && order >= 0;
+  case RAF_OP_EQ: *r = !unordered && order == 0; break;
+  case RAF_OP_NE: *r = unordered || order != 0; break;
+  case RAF_OP_LT: *r = !unordered && order < 0; break;
+  case RAF_OP_LE: *r = !unordered && order <= 0; break;
+  case RAF_OP_GT: *r = !unordered && order > 0; break;
+  case RAF_OP_GE: *r = !unordered && order >= 0; break;
+  default: return false;
   }
+  return true;
 }
 
 static void store_float(raf_dtype dt, double d, unsigned char *dst) {
@@ -300,19 +278,21 @@ static bool eval_elem(raf_opcode op, raf_dtype in, raf_dtype out,
                       int64_t ib, unsigned char *dst) {
   if (op == RAF_OP_CAST)
     return cast_elem(in, out, a, ia, dst);
+  bool cmp;
   if (raf_dtype_is_float(in)) {
     double x = raf_const_get_f64(in, a, ia);
-    double y = b ? raf_const_get_f64(in, b, ib) : 0;
-    if (is_compare(op))
-      return store_int(out, compare(op, (x > y) - (x < y),
-                                    isnan(x) || isnan(y)), dst);
-    store_float(out, eval_float(op, x, y), dst);
+    double y = b ? raf_const_get_f64(in, b, ib) : 0, r;
+    if (eval_compare(op, (x > y) - (x < y), isnan(x) || isnan(y), &cmp))
+      return store_int(out, cmp, dst);
+    if (!eval_float(op, x, y, &r))
+      return false;
+    store_float(out, r, dst);
     return true;
   }
   int64_t x = raf_const_get_i64(in, a, ia);
   int64_t y = b ? raf_const_get_i64(in, b, ib) : 0, r;
-  if (is_compare(op))
-    return store_int(out, compare(op, (x > y) - (x < y), false), dst);
+  if (eval_compare(op, (x > y) - (x < y), false, &cmp))
+    return store_int(out, cmp, dst);
   return eval_int(op, x, y, &r) && store_int(out, r, dst);
 }
 
@@ -343,12 +323,15 @@ static raf_const *make_const(canon *c, const raf_type *t,
 /* Folds an elementwise statement over constant operands; false when it
  * does not apply. */
 static bool fold_elementwise(canon *c, raf_stmt *s) {
+  /* Elementwise ops of one or two operands, by the op table; the
+   * evaluators then decide which of them they compute. */
+  const raf_op_info *info = &raf_op_table[s->op];
   raf_opcode op = s->op;
-  int arity = op == RAF_OP_CAST || is_unary(op) ? 1
-              : is_binary(op) || is_compare(op) ? 2
-                                                : 0;
+  int arity = info->noperands;
   const raf_type *t = s->results[0]->type;
-  if (!arity || s->noperands != arity || s->nresults != 1 ||
+  if ((info->fusion != RAF_FUSE_ELEMWISE &&
+       info->fusion != RAF_FUSE_BROADCAST) ||
+      arity < 1 || arity > 2 || s->noperands != arity || s->nresults != 1 ||
       t->numel > FOLD_LIMIT)
     return false;
   const raf_stmt *k[2] = {NULL, NULL};
@@ -431,26 +414,20 @@ static bool operand_is(const raf_stmt *s, int i, double v) {
 static raf_value *arith_identity(const raf_stmt *s) {
   raf_value *a = s->operands[0].value, *b = s->operands[1].value;
   raf_type *t = s->results[0]->type;
+  int unit;      /* the identity element */
+  bool commutes; /* may the identity stand first too? */
   switch (s->op) {
-  case RAF_OP_ADD:
-    if (a->type == t && operand_is(s, 1, 0))
-      return a;
-    if (b->type == t && operand_is(s, 0, 0))
-      return b;
-    return NULL;
-  case RAF_OP_SUB:
-    return a->type == t && operand_is(s, 1, 0) ? a : NULL;
-  case RAF_OP_MUL:
-    if (a->type == t && operand_is(s, 1, 1))
-      return a;
-    if (b->type == t && operand_is(s, 0, 1))
-      return b;
-    return NULL;
-  case RAF_OP_DIV:
-    return a->type == t && operand_is(s, 1, 1) ? a : NULL;
-  default:
-    return NULL;
+  case RAF_OP_ADD: unit = 0; commutes = true; break;
+  case RAF_OP_SUB: unit = 0; commutes = false; break;
+  case RAF_OP_MUL: unit = 1; commutes = true; break;
+  case RAF_OP_DIV: unit = 1; commutes = false; break;
+  default: return NULL;
   }
+  if (a->type == t && operand_is(s, 1, unit))
+    return a;
+  if (commutes && b->type == t && operand_is(s, 0, unit))
+    return b;
+  return NULL;
 }
 
 /* The perm of transpose s over rank axes, normalised; false if malformed

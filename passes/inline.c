@@ -207,7 +207,8 @@ static void process(inliner *in, raf_func *f) {
   set_flags(in, f, (get_flags(in, f) & ~(unsigned)F_VISITING) | F_DONE);
 }
 
-static void mark_named(inliner *in, const raf_attrs *a) {
+static void mark_named(raf_attrs *a, void *inliner_) {
+  inliner *in = inliner_;
   for (int i = 0; i < a->n; i++)
     if (a->v[i].kind == RAF_ATTR_FUNC && a->v[i].val.u.func)
       add_flags(in, a->v[i].val.u.func, F_NAMED);
@@ -216,15 +217,7 @@ static void mark_named(inliner *in, const raf_attrs *a) {
 /* Erases what remove-dead allows: see the header. Called with no calls
  * left in the module. */
 static void remove_dead(inliner *in) {
-  for (raf_func *f = in->m->first; f; f = f->next) {
-    mark_named(in, &f->attrs);
-    for (int i = 0; i < f->nargs; i++)
-      mark_named(in, &f->args[i].attrs);
-    for (int i = 0; i < f->nresults; i++)
-      mark_named(in, &f->results[i].attrs);
-    for (raf_stmt *s = f->first; s; s = s->next)
-      mark_named(in, &s->attrs);
-  }
+  raf_module_visit_attrs(in->m, mark_named, in);
   for (raf_func *f = in->m->first, *next; f; f = next) {
     next = f->next;
     unsigned fl = get_flags(in, f);
