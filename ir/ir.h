@@ -142,6 +142,14 @@ extern const raf_op_info raf_op_table[RAF_OP_COUNT];
 /* Finds an op by spelling; returns false when none has it. */
 bool raf_op_lookup(const char *name, size_t len, raf_opcode *out);
 
+/* Whether dialect d implements op for a first operand of dtype dt (the
+ * result's dtype for ops without operands). call and return belong to no
+ * dialect: the executor runs them. */
+bool raf_dialect_implements(raf_dialect d, raf_opcode op, raf_dtype dt);
+/* The dtype that decides which dialects implement s: its first operand's,
+ * or its first result's when it has no operands. */
+raf_dtype raf_stmt_key_dtype(const raf_stmt *s);
+
 /* Schemas of attributes that are not an op's (lang/attrs.def). */
 typedef enum raf_entity {
   RAF_ENTITY_ARG,

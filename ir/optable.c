@@ -104,3 +104,57 @@ const char *raf_attr_kind_desc(raf_attr_kind k) {
   };
   return desc[k];
 }
+
+static const raf_dialect_info dialect_facts[RAF_DIALECT_COUNT] = {
+#define DIALECT(e, name, device, priority, every_op)                           \
+  {name, device, priority, every_op},
+#define IMPL(d, op, dtypes)
+#include "lang/dialects.def"
+#undef IMPL
+#undef DIALECT
+};
+
+static const struct {
+  raf_dialect dialect;
+  raf_opcode op;
+  unsigned dtypes;
+} dialect_impls[] = {
+#define DIALECT(e, name, device, priority, every_op)
+#define IMPL(d, op, dtypes) {RAF_DIALECT_##d, RAF_OP_##op, dtypes},
+#include "lang/dialects.def"
+#undef IMPL
+#undef DIALECT
+};
+
+const raf_dialect_info *raf_dialect_get(raf_dialect d) {
+  return &dialect_facts[d];
+}
+
+bool raf_dialect_from_name(const char *s, size_t len, raf_dialect *out) {
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+    if (strncmp(dialect_facts[i].name, s, len) == 0 &&
+        dialect_facts[i].name[len] == 0) {
+      *out = (raf_dialect)i;
+      return true;
+    }
+  return false;
+}
+
+bool raf_dialect_implements(raf_dialect d, raf_opcode op, raf_dtype dt) {
+  if (op == RAF_OP_CALL || op == RAF_OP_RETURN)
+    return false;
+  if (dialect_facts[d].every_op)
+    return true;
+  for (size_t i = 0; i < sizeof dialect_impls / sizeof dialect_impls[0]; i++)
+    if (dialect_impls[i].dialect == d && dialect_impls[i].op == op)
+      return (dialect_impls[i].dtypes >> dt) & 1;
+  return false;
+}
+
+raf_dtype raf_stmt_key_dtype(const raf_stmt *s) {
+  if (s->noperands > 0 && s->operands[0].value && s->operands[0].value->type)
+    return s->operands[0].value->type->dtype;
+  if (s->nresults > 0 && s->results[0]->type)
+    return s->results[0]->type->dtype;
+  return RAF_F32;
+}

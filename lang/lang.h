@@ -56,6 +56,15 @@ typedef enum raf_amp_class {
   RAF_AMP_NONE
 } raf_amp_class;
 
+typedef enum raf_dialect {
+#define DIALECT(e, name, device, priority, every_op) RAF_DIALECT_##e,
+#define IMPL(d, op, dtypes)
+#include "lang/dialects.def"
+#undef IMPL
+#undef DIALECT
+  RAF_DIALECT_COUNT
+} raf_dialect;
+
 /* Masks of dtypes an op admits (bit RAF_<dtype>). */
 #define RAF_DTYPES_FLOATS                                                      \
   ((1u << RAF_F64) | (1u << RAF_F32) | (1u << RAF_F16) | (1u << RAF_BF16))
@@ -133,5 +142,16 @@ bool raf_dtype_is_float(raf_dtype dt);
 /* Looks a spelling up; returns false when it names no dtype. */
 bool raf_dtype_from_name(const char *s, size_t len, raf_dtype *out);
 const char *raf_attr_kind_desc(raf_attr_kind k);
+
+/* Facts about the dialects of lang/dialects.def. */
+typedef struct raf_dialect_info {
+  const char *name;
+  const char *device;
+  int priority;
+  bool every_op;
+} raf_dialect_info;
+const raf_dialect_info *raf_dialect_get(raf_dialect d);
+/* Looks a spelling up; returns false when it names no dialect. */
+bool raf_dialect_from_name(const char *s, size_t len, raf_dialect *out);
 
 #endif

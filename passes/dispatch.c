@@ -1,0 +1,128 @@
+/* dispatch.c: the operator-dialect choice of the RAF paper.
+ *
+ * Each statement gets `{dialect = "NAME"}`: among the enabled dialects, in
+ * priority order, the first that implements the statement's op for the
+ * dtype of its first operand (lang/dialects.def). The runtime then binds
+ * the annotation to that dialect's kernel.
+ *
+ * Options:
+ *   device=cpu|cuda     the device whose dialects are enabled (default cpu)
+ *   dialects=a,b,...    the enabled dialects, highest priority first; by
+ *                       default every dialect of the device, ordered by the
+ *                       priorities of lang/dialects.def
+ * A statement already annotated with an enabled dialect keeps it (a user's
+ * or an earlier pass's choice); one annotated with a dialect that is not
+ * enabled is chosen again. A statement no enabled dialect implements is a
+ * located error. `call` and `return` are the executor's and get nothing.
+ *
+ * Requires: a verified module.
+ * Preserves: everything but the `dialect` attributes.
+ */
+#include "passes/pass.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct order {
+  raf_dialect d[RAF_DIALECT_COUNT];
+  int n;
+} order;
+
+static raf_status parse_order(raf_ctx *ctx, const char *device,
+                              const char *list, order *o) {
+  o->n = 0;
+  if (!list) {
+    for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+      if (strcmp(raf_dialect_get((raf_dialect)i)->device, device) == 0)
+        o->d[o->n++] = (raf_dialect)i;
+    for (int i = 1; i < o->n; i++) /* insertion sort, highest first */
+      for (int j = i; j > 0 && raf_dialect_get(o->d[j])->priority >
+                                   raf_dialect_get(o->d[j - 1])->priority;
+           j--) {
+        raf_dialect t = o->d[j];
+        o->d[j] = o->d[j - 1];
+        o->d[j - 1] = t;
+      }
+    return RAF_OK;
+  }
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, ",");
+    raf_dialect d;
+    if (!raf_dialect_from_name(s, len, &d)) {
+      char known[256] = "";
+      for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                 i ? ", " : "", raf_dialect_get((raf_dialect)i)->name);
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "dispatch: unknown dialect '%.*s' (known: %s)", (int)len,
+                      s, known);
+      return RAF_ERROR;
+    }
+    if (strcmp(raf_dialect_get(d)->device, device) != 0) {
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "dispatch: dialect '%.*s' runs on %s, not %s", (int)len,
+                      s, raf_dialect_get(d)->device, device);
+      return RAF_ERROR;
+    }
+    bool seen = false;
+    for (int i = 0; i < o->n; i++)
+      seen |= o->d[i] == d;
+    if (!seen)
+      o->d[o->n++] = d;
+    s += len;
+    if (*s == ',')
+      s++;
+  }
+  return RAF_OK;
+}
+
+static bool enabled(const order *o, raf_dialect d) {
+  for (int i = 0; i < o->n; i++)
+    if (o->d[i] == d)
+      return true;
+  return false;
+}
+
+/* Sets s's dialect attribute to d, replacing any other. */
+static void annotate(raf_module *m, raf_stmt *s, raf_dialect d) {
+  raf_attr attrs[64];
+  int n = 0;
+  for (int i = 0; i < s->attrs.n && n < 63; i++)
+    if (strcmp(s->attrs.v[i].name, "dialect") != 0)
+      attrs[n++] = s->attrs.v[i];
+  attrs[n] = (raf_attr){.name = "dialect",
+                        .kind = RAF_ATTR_STRING,
+                        .val.u.s = raf_dialect_get(d)->name};
+  raf_stmt_set_attrs(m, s, attrs, n + 1);
+}
+
+raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
+  order o;
+  if (parse_order(args->ctx, raf_pass_opt_str(args, "device"),
+                  raf_pass_opt_str(args, "dialects"), &o) != RAF_OK)
+    return RAF_ERROR;
+  raf_status rc = RAF_OK;
+  for (raf_func *f = m->first; f; f = f->next)
+    for (raf_stmt *s = f->first; s; s = s->next) {
+      if (s->op == RAF_OP_CALL || s->op == RAF_OP_RETURN)
+        continue;
+      raf_dtype dt = raf_stmt_key_dtype(s);
+      const char *now = raf_stmt_attr_str(s, "dialect");
+      raf_dialect d;
+      if (now && raf_dialect_from_name(now, strlen(now), &d) &&
+          enabled(&o, d) && raf_dialect_implements(d, s->op, dt))
+        continue;
+      int i = 0;
+      while (i < o.n && !raf_dialect_implements(o.d[i], s->op, dt))
+        i++;
+      if (i == o.n) {
+        raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
+                        "dispatch: no enabled dialect implements %s for %s",
+                        raf_op_table[s->op].name, raf_dtype_name(dt));
+        rc = RAF_ERROR;
+        continue;
+      }
+      annotate(m, s, o.d[i]);
+    }
+  return rc;
+}

@@ -1,0 +1,326 @@
+/* elementwise.c: cpu-ref kernels for the elementwise ops: unary, binary
+ * (with NumPy broadcasting), comparisons, where, cast, copies and
+ * constants.
+ *
+ * Every kernel walks the output in chunks of CHUNK elements (in parallel,
+ * chunks being independent): it gathers the operands' elements for the
+ * chunk into working-type arrays (see cpuref.h), applies the op over the
+ * arrays, and converts the chunk into the output's dtype. Numerics follow
+ * PyTorch: relu, maximum and minimum propagate NaN; gelu "none" is
+ * x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation; integer
+ * arithmetic wraps.
+ */
+#include "runtime/cpuref/cpuref.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { CHUNK = 4096 };
+
+raf_dtype raf_cpuref_work_dtype(raf_dtype dt) {
+  if (dt == RAF_F64)
+    return RAF_F64;
+  return raf_dtype_is_float(dt) ? RAF_F32 : RAF_I64;
+}
+
+void raf_cpuref_gather(const raf_tensor *x, const raf_type *out,
+                       int64_t begin, int64_t n, raf_dtype work, void *dst) {
+  raf_dtype dt = x->type->dtype;
+  int size = raf_dtype_size(dt);
+  if (x->type->numel == out->numel) { /* same shape, or only 1-dims added */
+    raf_elem_convert(work, dst, dt, (const char *)x->data + begin * size, n);
+    return;
+  }
+  int wsize = raf_dtype_size(work);
+  if (x->type->numel == 1) {
+    raf_elem_convert(work, dst, dt, x->data, 1);
+    for (int64_t i = 1; i < n; i++)
+      memcpy((char *)dst + i * wsize, dst, (size_t)wsize);
+    return;
+  }
+  int rank = out->rank;
+  int64_t strides[RAF_MAX_RANK], idx[RAF_MAX_RANK];
+  raf_broadcast_strides(x->type, out, strides);
+  int64_t rest = begin, off = 0;
+  for (int d = rank - 1; d >= 0; d--) {
+    idx[d] = rest % out->dims[d];
+    rest /= out->dims[d];
+    off += idx[d] * strides[d];
+  }
+  for (int64_t i = 0; i < n; i++) {
+    raf_elem_convert(work, (char *)dst + i * wsize, dt,
+                     (const char *)x->data + off * size, 1);
+    for (int d = rank - 1; d >= 0; d--) { /* the odometer */
+      off += strides[d];
+      if (++idx[d] < out->dims[d])
+        break;
+      off -= strides[d] * out->dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* What a chunk needs: the kernel, and the function that computes n
+ * working-type elements from the gathered operands. */
+typedef struct chunk_job {
+  const raf_kernel *k;
+  raf_dtype work;     /* of the operands */
+  raf_dtype out_work; /* of the result */
+  void (*apply)(const struct chunk_job *j, void *const *ops, void *res,
+                int64_t n);
+} chunk_job;
+
+static void run_chunks(void *data, int64_t begin, int64_t end) {
+  const chunk_job *j = data;
+  const raf_kernel *k = j->k;
+  const raf_type *out = k->out[0]->type;
+  /* 8-byte working elements: up to three operands and the result. */
+  _Alignas(64) char buf[4][CHUNK * 8];
+  void *ops[3];
+  for (int64_t b = begin; b < end; b += CHUNK) {
+    int64_t n = end - b < CHUNK ? end - b : CHUNK;
+    for (int i = 0; i < k->nin; i++) {
+      raf_dtype w = k->stmt->op == RAF_OP_WHERE && i == 0 ? RAF_I64 : j->work;
+      raf_cpuref_gather(k->in[i], out, b, n, w, buf[i]);
+      ops[i] = buf[i];
+    }
+    j->apply(j, ops, buf[3], n);
+    raf_dtype dt = out->dtype;
+    raf_elem_convert(dt, (char *)k->out[0]->data + b * raf_dtype_size(dt),
+                     j->out_work, buf[3], n);
+  }
+}
+
+static raf_status run(const raf_kernel *k, raf_dtype work, raf_dtype out_work,
+                      void (*apply)(const chunk_job *, void *const *, void *,
+                                    int64_t)) {
+  chunk_job j = {k, work, out_work, apply};
+  raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK * 4, run_chunks, &j);
+  return RAF_OK;
+}
+
+/* ---- Unary ---------------------------------------------------------------- */
+
+#define SQRT_2_OVER_PI 0.7978845608028654
+#define SQRT_HALF 0.7071067811865476
+#define FOR_EACH(T, expr)                                                      \
+  do {                                                                         \
+    const T *a = ops[0];                                                       \
+    T *r = res;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      T x = a[i];                                                              \
+      r[i] = (expr);                                                           \
+    }                                                                          \
+  } while (0)
+
+/* The float unary ops, once for float (suffix f) and once for double. */
+#define FLOAT_UNARY(T, F)                                                      \
+  switch (op) {                                                                \
+  case RAF_OP_NEG: FOR_EACH(T, -x); break;                                     \
+  case RAF_OP_ABS: FOR_EACH(T, fabs##F(x)); break;                             \
+  case RAF_OP_EXP: FOR_EACH(T, exp##F(x)); break;                              \
+  case RAF_OP_LOG: FOR_EACH(T, log##F(x)); break;                              \
+  case RAF_OP_SQRT: FOR_EACH(T, sqrt##F(x)); break;                            \
+  case RAF_OP_RSQRT: FOR_EACH(T, (T)1 / sqrt##F(x)); break;                    \
+  case RAF_OP_TANH: FOR_EACH(T, tanh##F(x)); break;                            \
+  case RAF_OP_SIGMOID: FOR_EACH(T, (T)1 / ((T)1 + exp##F(-x))); break;         \
+  case RAF_OP_RELU: FOR_EACH(T, x < 0 ? (T)0 : x); break;                      \
+  case RAF_OP_ERF: FOR_EACH(T, erf##F(x)); break;                              \
+  case RAF_OP_GELU:                                                            \
+    if (tanh_gelu)                                                             \
+      FOR_EACH(T, (T)0.5 * x *                                                 \
+                      ((T)1 + tanh##F((T)SQRT_2_OVER_PI *                      \
+                                      (x + (T)0.044715 * x * x * x))));        \
+    else                                                                       \
+      FOR_EACH(T, (T)0.5 * x * ((T)1 + erf##F(x * (T)SQRT_HALF)));             \
+    break;                                                                     \
+  default: break;                                                              \
+  }
+
+static void apply_unary(const chunk_job *j, void *const *ops, void *res,
+                        int64_t n) {
+  raf_opcode op = j->k->stmt->op;
+  bool tanh_gelu = op == RAF_OP_GELU &&
+                   strcmp(raf_stmt_attr_str(j->k->stmt, "approximate"),
+                          "tanh") == 0;
+  if (j->work == RAF_F32) {
+    FLOAT_UNARY(float, f)
+  } else if (j->work == RAF_F64) {
+    FLOAT_UNARY(double, )
+  } else {
+    switch (op) {
+    case RAF_OP_NEG: FOR_EACH(int64_t, (int64_t)(0 - (uint64_t)x)); break;
+    case RAF_OP_ABS:
+      FOR_EACH(int64_t, x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+      break;
+    case RAF_OP_RELU: FOR_EACH(int64_t, x < 0 ? 0 : x); break;
+    default: break;
+    }
+  }
+}
+
+raf_status raf_cpuref_unary(const raf_kernel *k) {
+  raf_dtype w = raf_cpuref_work_dtype(k->in[0]->type->dtype);
+  if (w == RAF_I64 && k->stmt->op != RAF_OP_NEG &&
+      k->stmt->op != RAF_OP_ABS && k->stmt->op != RAF_OP_RELU)
+    return raf_kernel_fail(k, "not defined for %s",
+                           raf_dtype_name(k->in[0]->type->dtype));
+  return run(k, w, w, apply_unary);
+}
+
+/* ---- Binary --------------------------------------------------------------- */
+
+#define FOR_EACH2(T, R, expr)                                                  \
+  do {                                                                         \
+    const T *a = ops[0], *b = ops[1];                                          \
+    R *r = res;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      T x = a[i], y = b[i];                                                    \
+      r[i] = (expr);                                                           \
+    }                                                                          \
+  } while (0)
+
+#define FLOAT_BINARY(T, F)                                                     \
+  switch (op) {                                                                \
+  case RAF_OP_ADD: FOR_EACH2(T, T, x + y); break;                              \
+  case RAF_OP_SUB: FOR_EACH2(T, T, x - y); break;                              \
+  case RAF_OP_MUL: FOR_EACH2(T, T, x * y); break;                              \
+  case RAF_OP_DIV: FOR_EACH2(T, T, x / y); break;                              \
+  case RAF_OP_POW: FOR_EACH2(T, T, pow##F(x, y)); break;                       \
+  case RAF_OP_MAXIMUM:                                                         \
+    FOR_EACH2(T, T, isnan(x) || isnan(y) ? x + y : x > y ? x : y);             \
+    break;                                                                     \
+  case RAF_OP_MINIMUM:                                                         \
+    FOR_EACH2(T, T, isnan(x) || isnan(y) ? x + y : x < y ? x : y);             \
+    break;                                                                     \
+  default: break;                                                              \
+  }
+
+/* x ** y for integers; a negative power truncates toward zero as PyTorch
+ * does (0 unless |x| is 1). */
+static int64_t ipow(int64_t x, int64_t y) {
+  if (y < 0)
+    return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+  uint64_t r = 1, base = (uint64_t)x;
+  while (y) {
+    if (y & 1)
+      r *= base;
+    base *= base;
+    y >>= 1;
+  }
+  return (int64_t)r;
+}
+
+static void apply_binary(const chunk_job *j, void *const *ops, void *res,
+                         int64_t n) {
+  raf_opcode op = j->k->stmt->op;
+  if (j->work == RAF_F32) {
+    FLOAT_BINARY(float, f)
+  } else if (j->work == RAF_F64) {
+    FLOAT_BINARY(double, )
+  } else {
+    switch (op) {
+    case RAF_OP_ADD:
+      FOR_EACH2(int64_t, int64_t, (int64_t)((uint64_t)x + (uint64_t)y));
+      break;
+    case RAF_OP_SUB:
+      FOR_EACH2(int64_t, int64_t, (int64_t)((uint64_t)x - (uint64_t)y));
+      break;
+    case RAF_OP_MUL:
+      FOR_EACH2(int64_t, int64_t, (int64_t)((uint64_t)x * (uint64_t)y));
+      break;
+    case RAF_OP_POW: FOR_EACH2(int64_t, int64_t, ipow(x, y)); break;
+    case RAF_OP_MAXIMUM: FOR_EACH2(int64_t, int64_t, x > y ? x : y); break;
+    case RAF_OP_MINIMUM: FOR_EACH2(int64_t, int64_t, x < y ? x : y); break;
+    default: break;
+    }
+  }
+}
+
+raf_status raf_cpuref_binary(const raf_kernel *k) {
+  raf_dtype w = raf_cpuref_work_dtype(k->in[0]->type->dtype);
+  if (w == RAF_I64 && k->stmt->op == RAF_OP_DIV)
+    return raf_kernel_fail(k, "not defined for %s",
+                           raf_dtype_name(k->in[0]->type->dtype));
+  return run(k, w, w, apply_binary);
+}
+
+/* ---- Comparisons and where ------------------------------------------------ */
+
+#define COMPARE(T)                                                             \
+  switch (op) {                                                                \
+  case RAF_OP_EQ: FOR_EACH2(T, int64_t, x == y); break;                        \
+  case RAF_OP_NE: FOR_EACH2(T, int64_t, x != y); break;                        \
+  case RAF_OP_LT: FOR_EACH2(T, int64_t, x < y); break;                         \
+  case RAF_OP_LE: FOR_EACH2(T, int64_t, x <= y); break;                        \
+  case RAF_OP_GT: FOR_EACH2(T, int64_t, x > y); break;                         \
+  case RAF_OP_GE: FOR_EACH2(T, int64_t, x >= y); break;                        \
+  default: break;                                                              \
+  }
+
+static void apply_compare(const chunk_job *j, void *const *ops, void *res,
+                          int64_t n) {
+  raf_opcode op = j->k->stmt->op;
+  if (j->work == RAF_F32) {
+    COMPARE(float)
+  } else if (j->work == RAF_F64) {
+    COMPARE(double)
+  } else {
+    COMPARE(int64_t)
+  }
+}
+
+raf_status raf_cpuref_compare(const raf_kernel *k) {
+  return run(k, raf_cpuref_work_dtype(k->in[0]->type->dtype), RAF_I64,
+             apply_compare);
+}
+
+static void apply_where(const chunk_job *j, void *const *ops, void *res,
+                        int64_t n) {
+  const int64_t *c = ops[0];
+  size_t w = (size_t)raf_dtype_size(j->work);
+  for (int64_t i = 0; i < n; i++)
+    memcpy((char *)res + (size_t)i * w,
+           (const char *)ops[c[i] ? 1 : 2] + (size_t)i * w, w);
+}
+
+raf_status raf_cpuref_where(const raf_kernel *k) {
+  /* Selecting copies bits, so the working type is the storage type. */
+  raf_dtype dt = k->in[1]->type->dtype;
+  return run(k, dt, dt, apply_where);
+}
+
+/* ---- Cast, copies, constants ---------------------------------------------- */
+
+static void cast_range(void *data, int64_t begin, int64_t end) {
+  const raf_kernel *k = data;
+  raf_dtype from = k->in[0]->type->dtype, to = k->out[0]->type->dtype;
+  raf_elem_convert(to, (char *)k->out[0]->data + begin * raf_dtype_size(to),
+                   from,
+                   (const char *)k->in[0]->data + begin * raf_dtype_size(from),
+                   end - begin);
+}
+
+raf_status raf_cpuref_cast(const raf_kernel *k) {
+  raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK * 4, cast_range,
+                      (void *)k);
+  return RAF_OK;
+}
+
+raf_status raf_cpuref_copy(const raf_kernel *k) {
+  memcpy(k->out[0]->data, k->in[0]->data, k->out[0]->nbytes);
+  return RAF_OK;
+}
+
+raf_status raf_cpuref_constant(const raf_kernel *k) {
+  const raf_const *c = k->stmt->cdata;
+  raf_tensor *out = k->out[0];
+  size_t size = (size_t)raf_dtype_size(out->type->dtype);
+  if (!c->splat) {
+    memcpy(out->data, c->data, out->nbytes);
+    return RAF_OK;
+  }
+  for (int64_t i = 0; i < out->type->numel; i++)
+    memcpy((char *)out->data + (size_t)i * size, c->data, size);
+  return RAF_OK;
+}

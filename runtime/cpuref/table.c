@@ -1,0 +1,72 @@
+/* table.c: the cpu-ref dialect's kernel table, one entry per op.
+ *
+ * cpu-ref implements every op (lang/dialects.def says so), so every op but
+ * call and return, which the executor runs itself, has an entry; the unit
+ * test test_dialects checks that none is missing.
+ */
+#include "runtime/cpuref/cpuref.h"
+#include "runtime/dialects.h"
+
+const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
+    [RAF_OP_CONSTANT] = raf_cpuref_constant,
+    /* unary */
+    [RAF_OP_NEG] = raf_cpuref_unary,
+    [RAF_OP_ABS] = raf_cpuref_unary,
+    [RAF_OP_EXP] = raf_cpuref_unary,
+    [RAF_OP_LOG] = raf_cpuref_unary,
+    [RAF_OP_SQRT] = raf_cpuref_unary,
+    [RAF_OP_RSQRT] = raf_cpuref_unary,
+    [RAF_OP_TANH] = raf_cpuref_unary,
+    [RAF_OP_SIGMOID] = raf_cpuref_unary,
+    [RAF_OP_RELU] = raf_cpuref_unary,
+    [RAF_OP_ERF] = raf_cpuref_unary,
+    [RAF_OP_GELU] = raf_cpuref_unary,
+    /* binary */
+    [RAF_OP_ADD] = raf_cpuref_binary,
+    [RAF_OP_SUB] = raf_cpuref_binary,
+    [RAF_OP_MUL] = raf_cpuref_binary,
+    [RAF_OP_DIV] = raf_cpuref_binary,
+    [RAF_OP_POW] = raf_cpuref_binary,
+    [RAF_OP_MAXIMUM] = raf_cpuref_binary,
+    [RAF_OP_MINIMUM] = raf_cpuref_binary,
+    [RAF_OP_EQ] = raf_cpuref_compare,
+    [RAF_OP_NE] = raf_cpuref_compare,
+    [RAF_OP_LT] = raf_cpuref_compare,
+    [RAF_OP_LE] = raf_cpuref_compare,
+    [RAF_OP_GT] = raf_cpuref_compare,
+    [RAF_OP_GE] = raf_cpuref_compare,
+    [RAF_OP_WHERE] = raf_cpuref_where,
+    [RAF_OP_CAST] = raf_cpuref_cast,
+    /* reductions */
+    [RAF_OP_SUM] = raf_cpuref_reduce,
+    [RAF_OP_MEAN] = raf_cpuref_reduce,
+    [RAF_OP_MAX] = raf_cpuref_reduce,
+    [RAF_OP_MIN] = raf_cpuref_reduce,
+    [RAF_OP_ARGMAX] = raf_cpuref_argmax,
+    /* shapes */
+    [RAF_OP_RESHAPE] = raf_cpuref_copy,
+    [RAF_OP_TRANSPOSE] = raf_cpuref_transpose,
+    [RAF_OP_BROADCAST_TO] = raf_cpuref_broadcast_to,
+    [RAF_OP_SLICE] = raf_cpuref_slice,
+    [RAF_OP_CONCAT] = raf_cpuref_concat,
+    [RAF_OP_SPLIT] = raf_cpuref_split,
+    [RAF_OP_TAKE] = raf_cpuref_take,
+    /* linear algebra and layers */
+    [RAF_OP_MATMUL] = raf_cpuref_matmul,
+    [RAF_OP_SOFTMAX] = raf_cpuref_softmax,
+    [RAF_OP_LOG_SOFTMAX] = raf_cpuref_softmax,
+    [RAF_OP_LAYER_NORM] = raf_cpuref_layer_norm,
+    [RAF_OP_DROPOUT] = raf_cpuref_dropout,
+    [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION] = raf_cpuref_attention,
+    [RAF_OP_CONV2D] = raf_cpuref_conv2d,
+    [RAF_OP_MAX_POOL2D] = raf_cpuref_pool2d,
+    [RAF_OP_AVG_POOL2D] = raf_cpuref_pool2d,
+    [RAF_OP_BATCH_NORM] = raf_cpuref_batch_norm,
+    /* losses, autodiff, collectives */
+    [RAF_OP_CROSS_ENTROPY] = raf_cpuref_cross_entropy,
+    [RAF_OP_MSE_LOSS] = raf_cpuref_mse_loss,
+    [RAF_OP_STOP_GRADIENT] = raf_cpuref_copy,
+    [RAF_OP_ALL_REDUCE] = raf_cpuref_collective,
+    [RAF_OP_REDUCE_SCATTER] = raf_cpuref_collective,
+    [RAF_OP_ALL_GATHER] = raf_cpuref_collective,
+};

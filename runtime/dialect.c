@@ -1,0 +1,20 @@
+/* dialect.c: binds each (dialect, op) of lang/dialects.def to a kernel.
+ *
+ * Each dialect keeps its kernels in a table indexed by opcode, defined in
+ * its own file; this file only says which table belongs to which dialect.
+ * A dialect this build lacks has no table, and every statement bound to it
+ * is refused by the executor with a located error.
+ */
+#include "runtime/dialects.h"
+
+static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
+    [RAF_DIALECT_CPU_REF] = raf_cpuref_kernels,
+    [RAF_DIALECT_CBLAS] = raf_cblas_kernels,
+};
+
+raf_kernel_fn raf_dialect_kernel(raf_dialect d, raf_opcode op) {
+  if (d < 0 || d >= RAF_DIALECT_COUNT || !tables[d] || op < 0 ||
+      op >= RAF_OP_COUNT)
+    return NULL;
+  return tables[d][op];
+}

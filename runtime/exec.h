@@ -1,0 +1,49 @@
+/* exec.h: the executor: runs a function of a verified, dispatched module.
+ *
+ * raf_exec_create binds every statement of the module to the kernel of the
+ * dialect its `dialect` annotation names (the dispatch pass writes them)
+ * and plans each function once: a slot per value, and after each statement
+ * the slots whose last use it was, which are freed there. A call then runs
+ * the plan: allocate the results of a statement, run its kernel, free what
+ * died. `call` statements run the callee's plan recursively.
+ *
+ * Tensor memory is counted: raf_exec_peak_bytes is the most that was live
+ * at once, arguments and results included.
+ */
+#ifndef RAF_EXEC_H
+#define RAF_EXEC_H
+
+#include "runtime/kernel.h"
+
+typedef struct raf_exec_options {
+  int threads;         /* 0: one per online CPU */
+  bool check_numerics; /* stop at the first NaN or Inf a statement makes */
+} raf_exec_options;
+
+/* An executor for m, which it borrows (m must outlive it). Reports unbound
+ * statements (no dialect annotation, or a dialect with no kernel for the
+ * op in this build) as located errors and returns NULL. */
+raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
+                          const raf_exec_options *opts);
+void raf_exec_destroy(raf_exec *ex);
+int raf_exec_threads(const raf_exec *ex);
+
+/* A tensor of type t (uninitialised data), counted in the executor's
+ * memory; NULL when out of memory (reported). Free with raf_exec_free. */
+raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t);
+void raf_exec_free(raf_exec *ex, raf_tensor *t);
+
+/* Calls f with args (f->nargs tensors of f's argument types, borrowed) and
+ * stores f->nresults new tensors in results (owned by the caller, freed
+ * with raf_exec_free). On error results are left NULL. */
+raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
+                         raf_tensor **results);
+/* Copies every result that carries {updates = %arg} into that argument's
+ * buffer: the in-place donation of LANG.md's training conventions. */
+void raf_exec_donate(raf_func *f, raf_tensor *const *args,
+                     raf_tensor *const *results);
+
+size_t raf_exec_live_bytes(const raf_exec *ex);
+size_t raf_exec_peak_bytes(const raf_exec *ex);
+
+#endif
