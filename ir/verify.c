@@ -186,25 +186,6 @@ static void check_return(verifier *v, raf_func *f, raf_stmt *ret) {
 }
 
 /* base: the first order given in this walk; earlier orders are stale. */
-/* A `dialect` annotation names a dialect that implements the op in the
- * dtype of its first operand (lang/dialects.def). */
-static void check_dialect(verifier *v, const raf_stmt *s) {
-  const raf_attr *a = raf_attrs_find(&s->attrs, "dialect");
-  if (!a || a->kind != RAF_ATTR_STRING)
-    return;
-  raf_loc at = a->loc.line ? a->loc : s->loc;
-  raf_dialect d;
-  if (!raf_dialect_from_name(a->val.u.s, strlen(a->val.u.s), &d)) {
-    fail(v, at, "%s: unknown dialect '%s'", raf_op_table[s->op].name,
-         a->val.u.s);
-    return;
-  }
-  raf_dtype dt = raf_stmt_key_dtype(s);
-  if (!raf_dialect_implements(d, s->op, dt))
-    fail(v, at, "%s: dialect '%s' does not implement it for %s",
-         raf_op_table[s->op].name, a->val.u.s, raf_dtype_name(dt));
-}
-
 static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
   const raf_op_info *op = &raf_op_table[s->op];
   bool operands_ok = true;
@@ -237,8 +218,6 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
               stmt_specs, ns);
   if (s->op == RAF_OP_CONSTANT && !s->cdata)
     fail(v, s->loc, "constant: no data");
-  if (operands_ok)
-    check_dialect(v, s);
   if (!operands_ok || raf_error_count(v->ctx) != before)
     return; /* inference would only repeat the problem */
   if (v->partial) {
