@@ -220,6 +220,21 @@ bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b);
 bool raf_arg_flag(const raf_arg *a, const char *name);
 
+/* An argument's `init` attribute: "zeros", "ones", "normal(MEAN, STD)"
+ * (STD >= 0) or "uniform(LOW, HIGH)" (LOW <= HIGH), with finite numbers. */
+typedef enum raf_init_kind {
+  RAF_INIT_ZEROS,
+  RAF_INIT_ONES,
+  RAF_INIT_NORMAL,
+  RAF_INIT_UNIFORM
+} raf_init_kind;
+typedef struct raf_init_spec {
+  raf_init_kind kind;
+  double a, b; /* mean and std, or low and high */
+} raf_init_spec;
+/* Parses s into *out (which may be NULL); false when s is not valid. */
+bool raf_init_parse(const char *s, raf_init_spec *out);
+
 /* ---- Building and editing ------------------------------------------------ */
 
 raf_module *raf_module_create(raf_ctx *ctx);

@@ -6,6 +6,7 @@
  */
 #include "ir/ir.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,4 +568,28 @@ int64_t raf_const_get_i64(raf_dtype dt, const raf_const *c, int64_t i) {
   case RAF_U8: case RAF_BOOL: return (uint8_t)*p;
   default: return (int64_t)raf_const_get_f64(dt, c, i);
   }
+}
+
+bool raf_init_parse(const char *s, raf_init_spec *out) {
+  raf_init_spec spec = {RAF_INIT_ZEROS, 0, 0};
+  double a, b;
+  int end = -1; /* set only when the closing parenthesis matched */
+  if (strcmp(s, "zeros") == 0) {
+    spec.kind = RAF_INIT_ZEROS;
+  } else if (strcmp(s, "ones") == 0) {
+    spec.kind = RAF_INIT_ONES;
+  } else if (sscanf(s, "normal(%lf ,%lf )%n", &a, &b, &end) == 2 && end > 0 &&
+             s[end] == '\0' && isfinite(a) && isfinite(b) && b >= 0) {
+    spec = (raf_init_spec){RAF_INIT_NORMAL, a, b};
+  } else if ((end = -1, sscanf(s, "uniform(%lf ,%lf )%n", &a, &b, &end)) ==
+                 2 &&
+             end > 0 && s[end] == '\0' && isfinite(a) && isfinite(b) &&
+             a <= b) {
+    spec = (raf_init_spec){RAF_INIT_UNIFORM, a, b};
+  } else {
+    return false;
+  }
+  if (out)
+    *out = spec;
+  return true;
 }

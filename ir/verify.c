@@ -49,22 +49,6 @@ static const char *type_str(const raf_type *t, char *buf, size_t n) {
   return buf;
 }
 
-/* An `init` attribute: zeros, ones, normal(MEAN, STD), uniform(LOW, HIGH). */
-static bool valid_init(const char *s) {
-  if (strcmp(s, "zeros") == 0 || strcmp(s, "ones") == 0)
-    return true;
-  double a, b;
-  int end = -1; /* set only when the closing parenthesis matched */
-  if (sscanf(s, "normal(%lf ,%lf )%n", &a, &b, &end) == 2 && end > 0 &&
-      s[end] == '\0')
-    return isfinite(a) && isfinite(b) && b >= 0;
-  end = -1;
-  if (sscanf(s, "uniform(%lf ,%lf )%n", &a, &b, &end) == 2 && end > 0 &&
-      s[end] == '\0')
-    return isfinite(a) && isfinite(b) && a <= b;
-  return false;
-}
-
 /* Checks attrs against a schema (and, for statements, the universal one). */
 static void check_attrs(verifier *v, const raf_attrs *attrs, raf_loc loc,
                         const char *what, const raf_attr_spec *s1, int n1,
@@ -128,7 +112,7 @@ static void check_signature(verifier *v, raf_func *f) {
     if (raf_arg_flag(a, "param") && raf_arg_flag(a, "state"))
       fail(v, a->value->loc, "%s: cannot be both param and state", what);
     const raf_attr *init = raf_attrs_find(&a->attrs, "init");
-    if (init && init->kind == RAF_ATTR_STRING && !valid_init(init->val.u.s))
+    if (init && init->kind == RAF_ATTR_STRING && !raf_init_parse(init->val.u.s, NULL))
       fail(v, init->loc,
            "%s: bad init \"%s\" (expected \"zeros\", \"ones\", "
            "\"normal(MEAN, STD)\" or \"uniform(LOW, HIGH)\")",

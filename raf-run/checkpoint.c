@@ -1,0 +1,92 @@
+/* checkpoint.c: --save and --load (see checkpoint.h). */
+#include "raf-run/checkpoint.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RAF_HAVE_SAFETENSORS /* TEMPORARY: until runtime/safetensors.c lands */
+raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
+                              raf_tensor *const *args, bool *given) {
+  (void)f, (void)args, (void)given;
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                  "--load=%s: checkpoints are not supported yet", path);
+  return RAF_ERROR;
+}
+raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
+                              raf_tensor *const *args) {
+  (void)f, (void)args;
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                  "--save=%s: checkpoints are not supported yet", path);
+  return RAF_ERROR;
+}
+#else
+#include "runtime/safetensors.h"
+
+raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
+                              raf_tensor *const *args, bool *given) {
+  raf_safetensors *st;
+  if (raf_safetensors_read(ctx, path, &st) != RAF_OK)
+    return RAF_ERROR;
+  raf_status rc = RAF_OK;
+  for (int k = 0; k < raf_safetensors_count(st); k++) {
+    const raf_st_tensor *e = raf_safetensors_get(st, k);
+    int i = 0;
+    while (i < f->nargs && strcmp(f->args[i].value->name, e->name) != 0)
+      i++;
+    if (i == f->nargs) {
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_WARNING,
+                      "--load: %s: @%s has no argument %%%s; skipped", path,
+                      f->name, e->name);
+      continue;
+    }
+    const raf_type *t = args[i]->type;
+    bool same = e->dtype == t->dtype && e->rank == t->rank;
+    for (int d = 0; same && d < t->rank; d++)
+      same = e->dims[d] == t->dims[d];
+    if (!same) {
+      char want[128], got[128];
+      raf_type_str(t, want, sizeof want);
+      int n = snprintf(got, sizeof got, "%s[", raf_dtype_name(e->dtype));
+      for (int d = 0; d < e->rank && n < (int)sizeof got - 24; d++)
+        n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? "," : "",
+                      (long long)e->dims[d]);
+      snprintf(got + n, sizeof got - (size_t)n, "]");
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "--load: %s: argument %%%s has type %s, but the "
+                      "checkpoint holds %s",
+                      path, e->name, want, got);
+      rc = RAF_ERROR;
+      continue;
+    }
+    memcpy(args[i]->data, e->data, args[i]->nbytes);
+    given[i] = true;
+  }
+  raf_safetensors_free(st);
+  return rc;
+}
+
+raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
+                              raf_tensor *const *args) {
+  raf_st_tensor *list = calloc((size_t)f->nargs + 1, sizeof *list);
+  if (!list)
+    return RAF_ERROR;
+  int n = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    if (!raf_arg_flag(&f->args[i], "param") &&
+        !raf_arg_flag(&f->args[i], "state"))
+      continue;
+    raf_st_tensor *e = &list[n++];
+    const raf_type *t = args[i]->type;
+    e->name = f->args[i].value->name;
+    e->dtype = t->dtype;
+    e->rank = t->rank;
+    for (int d = 0; d < t->rank; d++)
+      e->dims[d] = t->dims[d];
+    e->data = args[i]->data;
+    e->nbytes = args[i]->nbytes;
+  }
+  raf_status rc = raf_safetensors_write(ctx, path, list, n);
+  free(list);
+  return rc;
+}
+#endif

@@ -1,0 +1,557 @@
+/* raf-run: runs a function of a .raf module on the CPU, in the manner of
+ * IREE's iree-run-module.
+ *
+ *   raf-run model.raf --function=NAME --input=x=@x.npy --input=w=1,2,3
+ *           [--output=@out.npy] [--expected-output=@ref.npy]
+ *           [--steps=N --dataset=x=@train.npy --log=run.jsonl]
+ *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
+ *
+ * The module is parsed, verified and dispatched (every statement gets the
+ * dialect chosen by --dialects), the arguments are made (given, loaded,
+ * initialised from `init`, or sliced from a dataset), and the function is
+ * called --steps times; results marked {updates = %arg} are stored back
+ * into their argument after each call. Every error is a message and a
+ * non-zero exit, never a crash. See docs/raf-run.md.
+ */
+#include "raf-run/checkpoint.h"
+#include "raf-run/values.h"
+#include "runtime/init.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct named {
+  const char *name, *spec; /* "NAME=SPEC" split at the first '=' */
+  char *owned;             /* the copy name points into */
+} named;
+
+typedef struct options {
+  const char *input_file;
+  const char *function;
+  named inputs[256], datasets[64];
+  int ninputs, ndatasets;
+  const char *outputs[64], *expected[64];
+  int noutputs, nexpected;
+  rr_tolerance tol;
+  long steps;
+  const char *log, *save, *load, *dialects;
+  bool check_numerics, print_memory;
+  uint64_t seed;
+  int threads;
+} options;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: raf-run [options] FILE.raf|-\n\n"
+          "  --function=NAME            the function to call (default: the "
+          "last)\n"
+          "  --input=NAME=@FILE.npy     an argument from a .npy file\n"
+          "  --input=NAME=1,2,3         an argument inline (C order)\n"
+          "  --output=@FILE.npy         write a result (one per result, in "
+          "order)\n"
+          "  --expected-output=@F.npy   check a result (or inline values)\n"
+          "  --atol=X --rtol=X          tolerances of the check\n"
+          "  --steps=N                  call N times, with donation\n"
+          "  --dataset=NAME=@FILE.npy   feed consecutive slices along axis 0\n"
+          "  --log=FILE                 JSON lines, one per step\n"
+          "  --save=FILE.safetensors    write params and states after the "
+          "run\n"
+          "  --load=FILE.safetensors    read arguments by name before it\n"
+          "  --seed=N                   seed of `init` (default 0)\n"
+          "  --dialects=a,b             enabled dialects, highest priority "
+          "first\n"
+          "  --threads=N                kernel threads (default: one per "
+          "CPU)\n"
+          "  --check-numerics           stop at the first NaN or Inf\n"
+          "  --print-memory             report the peak tensor memory\n"
+          "  --help, --version\n");
+}
+
+static const char *flag_value(const char *arg, const char *flag) {
+  size_t n = strlen(flag);
+  return strncmp(arg, flag, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
+}
+
+static bool split_named(const char *v, named *out) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v)
+    return false;
+  char *name = strndup(v, (size_t)(eq - v));
+  if (!name)
+    return false;
+  out->owned = name;
+  out->name = name[0] == '%' ? name + 1 : name;
+  out->spec = eq + 1;
+  return true;
+}
+
+static bool parse_number_flag(const char *flag, const char *v, double lo,
+                              double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (*end || errno || d < lo || d != d) {
+    fprintf(stderr, "raf-run: %s: '%s' is not a number >= %g\n", flag, v, lo);
+    return false;
+  }
+  *out = d;
+  return true;
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, options *o) {
+  o->tol = (rr_tolerance){-1, -1};
+  o->steps = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    double d;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("raf-run %s\n", RAF_VERSION);
+      return 0;
+    } else if ((v = flag_value(a, "--function"))) {
+      o->function = v[0] == '@' ? v + 1 : v;
+    } else if ((v = flag_value(a, "--input")) ||
+               (v = flag_value(a, "--dataset"))) {
+      bool data = a[2] == 'd';
+      named *slot = data ? &o->datasets[o->ndatasets] : &o->inputs[o->ninputs];
+      if ((data ? o->ndatasets >= 64 : o->ninputs >= 256) ||
+          !split_named(v, slot)) {
+        fprintf(stderr, "raf-run: %s needs NAME=VALUE, got '%s'\n",
+                data ? "--dataset" : "--input", v);
+        return 1;
+      }
+      if (data)
+        o->ndatasets++;
+      else
+        o->ninputs++;
+    } else if ((v = flag_value(a, "--output")) ||
+               (v = flag_value(a, "--expected-output"))) {
+      bool exp = a[2] == 'e';
+      if ((exp ? o->nexpected : o->noutputs) >= 64) {
+        fprintf(stderr, "raf-run: too many %s flags\n", a);
+        return 1;
+      }
+      if (!exp && v[0] != '@') {
+        fprintf(stderr, "raf-run: --output needs @FILE.npy, got '%s'\n", v);
+        return 1;
+      }
+      if (exp)
+        o->expected[o->nexpected++] = v;
+      else
+        o->outputs[o->noutputs++] = v + 1;
+    } else if ((v = flag_value(a, "--atol"))) {
+      if (!parse_number_flag("--atol", v, 0, &o->tol.atol))
+        return 1;
+    } else if ((v = flag_value(a, "--rtol"))) {
+      if (!parse_number_flag("--rtol", v, 0, &o->tol.rtol))
+        return 1;
+    } else if ((v = flag_value(a, "--steps"))) {
+      if (!parse_number_flag("--steps", v, 1, &d) || d != (long)d)
+        return 1;
+      o->steps = (long)d;
+    } else if ((v = flag_value(a, "--seed"))) {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 10);
+      if (*end || errno || v[0] == '-' || !v[0]) {
+        fprintf(stderr, "raf-run: --seed: '%s' is not a number\n", v);
+        return 1;
+      }
+      o->seed = s;
+    } else if ((v = flag_value(a, "--threads"))) {
+      if (!parse_number_flag("--threads", v, 1, &d) || d > 1024)
+        return 1;
+      o->threads = (int)d;
+    } else if ((v = flag_value(a, "--log"))) {
+      o->log = v;
+    } else if ((v = flag_value(a, "--save"))) {
+      o->save = v;
+    } else if ((v = flag_value(a, "--load"))) {
+      o->load = v;
+    } else if ((v = flag_value(a, "--dialects"))) {
+      o->dialects = v;
+    } else if (strcmp(a, "--check-numerics") == 0) {
+      o->check_numerics = true;
+    } else if (strcmp(a, "--print-memory") == 0) {
+      o->print_memory = true;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
+      return 1;
+    } else if (o->input_file) {
+      fprintf(stderr, "raf-run: more than one input file ('%s', '%s')\n",
+              o->input_file, a);
+      return 1;
+    } else {
+      o->input_file = a;
+    }
+  }
+  if (!o->input_file) {
+    usage(stderr);
+    return 1;
+  }
+  return -1;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int arg_index(const raf_func *f, const char *name) {
+  for (int i = 0; i < f->nargs; i++)
+    if (strcmp(f->args[i].value->name, name) == 0)
+      return i;
+  return -1;
+}
+
+static void unknown_arg(raf_ctx *ctx, const raf_func *f, const char *flag,
+                        const char *name) {
+  char known[1024] = "";
+  size_t k = 0;
+  for (int i = 0; i < f->nargs && k < sizeof known - 64; i++)
+    k += (size_t)snprintf(known + k, sizeof known - k, "%s%%%s", i ? ", " : "",
+                          f->args[i].value->name);
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                  "%s: @%s has no argument %%%s (its arguments: %s)", flag,
+                  f->name, name, f->nargs ? known : "none");
+}
+
+/* A dataset: rows of an argument's shape cut from a bigger array. */
+typedef struct dataset {
+  int arg;
+  raf_npy all;
+  int64_t batches; /* whole slices in the file */
+} dataset;
+
+static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
+                               const named *n, dataset *ds) {
+  ds->arg = arg_index(f, n->name);
+  if (ds->arg < 0) {
+    unknown_arg(ctx, f, "--dataset", n->name);
+    return RAF_ERROR;
+  }
+  if (n->spec[0] != '@') {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--dataset=%s needs @FILE.npy", n->name);
+    return RAF_ERROR;
+  }
+  if (raf_npy_read(ctx, n->spec + 1, &ds->all) != RAF_OK)
+    return RAF_ERROR;
+  const raf_type *t = f->args[ds->arg].value->type;
+  bool ok = t->rank >= 1 && ds->all.rank == t->rank &&
+            ds->all.dtype == t->dtype && t->dims[0] > 0;
+  for (int d = 1; ok && d < t->rank; d++)
+    ok = ds->all.dims[d] == t->dims[d];
+  ds->batches = ok ? ds->all.dims[0] / t->dims[0] : 0;
+  if (!ok || ds->batches == 0) {
+    char want[128];
+    raf_type_str(t, want, sizeof want);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--dataset=%s: %s needs an array of %s with at least %lld "
+                    "rows of the shape after the first dimension",
+                    n->name, n->spec + 1, raf_dtype_name(t->dtype),
+                    t->rank ? (long long)t->dims[0] : 0LL);
+    raf_npy_free(&ds->all);
+    return RAF_ERROR;
+  }
+  return RAF_OK;
+}
+
+static void feed(const dataset *ds, long step, raf_tensor *t) {
+  int64_t b = step % ds->batches;
+  memcpy(t->data, (const char *)ds->all.data + (size_t)b * t->nbytes,
+         t->nbytes);
+}
+
+/* The arguments of f: inputs, checkpoint, datasets, then `init`. */
+static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
+                            const options *o, raf_tensor **args,
+                            dataset *ds) {
+  bool given[1024] = {false};
+  raf_status rc = RAF_OK;
+  for (int i = 0; i < f->nargs; i++)
+    if (!(args[i] = raf_exec_alloc(ex, f->args[i].value->type)))
+      return RAF_ERROR;
+  if (o->load && rr_checkpoint_load(ctx, o->load, f, args, given) != RAF_OK)
+    rc = RAF_ERROR;
+  for (int k = 0; k < o->ninputs; k++) {
+    int i = arg_index(f, o->inputs[k].name);
+    if (i < 0) {
+      unknown_arg(ctx, f, "--input", o->inputs[k].name);
+      rc = RAF_ERROR;
+      continue;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "--input=%s: argument %%%s", o->inputs[k].name,
+             o->inputs[k].name);
+    if (rr_read_value(ctx, what, o->inputs[k].spec, args[i]) != RAF_OK)
+      rc = RAF_ERROR;
+    given[i] = true;
+  }
+  for (int k = 0; k < o->ndatasets; k++) {
+    if (open_dataset(ctx, f, &o->datasets[k], &ds[k]) != RAF_OK) {
+      rc = RAF_ERROR;
+      ds[k].arg = -1;
+      continue;
+    }
+    given[ds[k].arg] = true;
+  }
+  char missing[1024] = "";
+  size_t nm = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    if (given[i])
+      continue;
+    const raf_attr *init = raf_attrs_find(&f->args[i].attrs, "init");
+    raf_init_spec spec;
+    if (init && init->kind == RAF_ATTR_STRING &&
+        raf_init_parse(init->val.u.s, &spec)) {
+      raf_init_fill(args[i], &spec, o->seed, (uint32_t)i);
+    } else if (nm < sizeof missing - 64) {
+      nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%%%s",
+                             nm ? ", " : "", f->args[i].value->name);
+    }
+  }
+  if (nm) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "@%s: no value for %s (give --input=NAME=..., or an "
+                    "`init` attribute)",
+                    f->name, missing);
+    rc = RAF_ERROR;
+  }
+  return rc;
+}
+
+/* The first result as a loss: a float scalar, else NaN. */
+static bool scalar_loss(const raf_tensor *t, double *loss) {
+  if (t->type->numel != 1 || !raf_dtype_is_float(t->type->dtype))
+    return false;
+  *loss = raf_elem_get_f64(t->type->dtype, t->data, 0);
+  return true;
+}
+
+static void progress(long step, long steps, double loss, bool has_loss,
+                     double elapsed_ms) {
+  double rate = step / (elapsed_ms / 1e3);
+  double eta = (double)(steps - step) / (rate > 0 ? rate : 1);
+  fprintf(stderr, "\rstep %ld/%ld", step, steps);
+  if (has_loss)
+    fprintf(stderr, "  loss %.6g", loss);
+  fprintf(stderr, "  %.1f steps/s  ETA %.0fs ", rate, eta);
+  if (step == steps)
+    fputc('\n', stderr);
+}
+
+static raf_status report_results(raf_ctx *ctx, raf_func *f, const options *o,
+                                 raf_exec *ex, raf_tensor **results,
+                                 bool *failed) {
+  raf_status rc = RAF_OK;
+  if (o->noutputs > f->nresults || o->nexpected > f->nresults) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "@%s has %d result%s, but %d %s given", f->name,
+                    f->nresults, f->nresults == 1 ? "" : "s",
+                    o->noutputs > o->nexpected ? o->noutputs : o->nexpected,
+                    o->noutputs > o->nexpected ? "--output flags are"
+                                               : "--expected-output flags are");
+    return RAF_ERROR;
+  }
+  for (int r = 0; r < o->noutputs; r++) {
+    raf_npy view = rr_npy_view(results[r]);
+    if (raf_npy_write(ctx, o->outputs[r], &view) != RAF_OK)
+      rc = RAF_ERROR;
+  }
+  bool all_ok = true;
+  for (int r = 0; r < o->nexpected && rc == RAF_OK; r++) {
+    raf_tensor *want = raf_exec_alloc(ex, results[r]->type);
+    char what[64], msg[512];
+    snprintf(what, sizeof what, "--expected-output for result[%d]", r);
+    if (!want || rr_read_value(ctx, what, o->expected[r], want) != RAF_OK) {
+      rc = RAF_ERROR;
+    } else if (!rr_compare(results[r], want, o->tol, msg, sizeof msg)) {
+      printf("[FAILED] result[%d]: %s\n", r, msg);
+      all_ok = false;
+    }
+    raf_exec_free(ex, want);
+  }
+  if (o->nexpected && rc == RAF_OK) {
+    if (all_ok)
+      printf("[SUCCESS]\n");
+    *failed = !all_ok;
+  }
+  if (!o->noutputs && !o->nexpected)
+    for (int r = 0; r < f->nresults; r++) {
+      char type[128];
+      raf_type_str(results[r]->type, type, sizeof type);
+      printf("result[%d]: %s\n", r, type);
+      rr_print(stdout, results[r]);
+    }
+  return rc;
+}
+
+/* Runs the steps; the last step's results are left in results. */
+static raf_status run(raf_ctx *ctx, raf_exec *ex, raf_func *f,
+                      const options *o, raf_tensor **args, dataset *ds,
+                      raf_tensor **results) {
+  FILE *log = NULL;
+  if (o->log && !(log = fopen(o->log, "w"))) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--log: cannot write '%s': %s", o->log, strerror(errno));
+    return RAF_ERROR;
+  }
+  bool tty = o->steps > 1 && isatty(STDERR_FILENO);
+  double start = now_ms(), last_shown = 0;
+  raf_status rc = RAF_OK;
+  for (long s = 0; s < o->steps && rc == RAF_OK; s++) {
+    for (int k = 0; k < o->ndatasets; k++)
+      feed(&ds[k], s, args[ds[k].arg]);
+    if (s > 0)
+      for (int r = 0; r < f->nresults; r++) {
+        raf_exec_free(ex, results[r]);
+        results[r] = NULL;
+      }
+    double t0 = now_ms();
+    rc = raf_exec_call(ex, f, args, results);
+    double ms = now_ms() - t0;
+    if (rc != RAF_OK)
+      break;
+    raf_exec_donate(f, args, results);
+    double loss = 0;
+    bool has_loss = f->nresults > 0 && scalar_loss(results[0], &loss);
+    if (log) {
+      fprintf(log, "{\"step\": %ld", s + 1);
+      if (has_loss)
+        fprintf(log, isfinite(loss) ? ", \"loss\": %.8g" : ", \"loss\": null",
+                loss);
+      fprintf(log, ", \"ms\": %.4f}\n", ms);
+    }
+    double now = now_ms();
+    if (tty && (now - last_shown > 100 || s + 1 == o->steps)) {
+      progress(s + 1, o->steps, loss, has_loss, now - start);
+      last_shown = now;
+    }
+  }
+  if (log && fclose(log) != 0) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--log: cannot write '%s'", o->log);
+    rc = RAF_ERROR;
+  }
+  return rc;
+}
+
+static raf_module *load_module(raf_ctx *ctx, const options *o) {
+  bool from_stdin = strcmp(o->input_file, "-") == 0;
+  const char *name = from_stdin ? "<stdin>" : o->input_file;
+  FILE *in = from_stdin ? stdin : fopen(o->input_file, "rb");
+  size_t len = 0;
+  char *text = in ? raf_read_stream(in, &len) : NULL;
+  if (in && !from_stdin)
+    fclose(in);
+  if (!text) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "cannot read '%s': %s",
+                    name, strerror(errno));
+    return NULL;
+  }
+  raf_module *m = raf_parse_module(ctx, name, text, len, 1);
+  free(text);
+  if (m && raf_verify_module(ctx, m) != RAF_OK) {
+    raf_module_destroy(m);
+    return NULL;
+  }
+  raf_pipeline *pl = m ? raf_pipeline_create(ctx) : NULL;
+  char opts[512];
+  snprintf(opts, sizeof opts, "dialects=%s", o->dialects ? o->dialects : "");
+  if (m && (!pl ||
+            raf_pipeline_add(pl, "dispatch", o->dialects ? opts : NULL) !=
+                RAF_OK ||
+            raf_pipeline_run(pl, m, NULL) != RAF_OK)) {
+    raf_module_destroy(m);
+    m = NULL;
+  }
+  raf_pipeline_destroy(pl);
+  return m;
+}
+
+static raf_func *pick_function(raf_ctx *ctx, raf_module *m, const char *name) {
+  if (!name) {
+    if (!m->last)
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "the module has no function");
+    return m->last;
+  }
+  raf_func *f = raf_module_find_func(m, name);
+  if (!f) {
+    char known[1024] = "";
+    size_t k = 0;
+    for (raf_func *g = m->first; g && k < sizeof known - 64; g = g->next)
+      k += (size_t)snprintf(known + k, sizeof known - k, "%s@%s",
+                            k ? ", " : "", g->name);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--function: no function @%s (the module has %s)", name,
+                    known[0] ? known : "none");
+  }
+  return f;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  memset(&o, 0, sizeof o);
+  int status = parse_args(argc, argv, &o);
+  if (status >= 0)
+    return status;
+  raf_ctx *ctx = raf_ctx_create();
+  if (!ctx) {
+    fprintf(stderr, "raf-run: out of memory\n");
+    return 1;
+  }
+  raf_module *m = load_module(ctx, &o);
+  raf_func *f = m ? pick_function(ctx, m, o.function) : NULL;
+  raf_exec_options eo = {o.threads, o.check_numerics};
+  raf_exec *ex = f ? raf_exec_create(ctx, m, &eo) : NULL;
+  raf_tensor **args = NULL, **results = NULL;
+  dataset ds[64];
+  memset(ds, 0, sizeof ds);
+  bool failed = false;
+  raf_status rc = ex ? RAF_OK : RAF_ERROR;
+  if (rc == RAF_OK && f->nargs > 1024) {
+    raf_diag_report(ctx, f->loc, RAF_SEV_ERROR, "more than 1024 arguments");
+    rc = RAF_ERROR;
+  }
+  if (rc == RAF_OK) {
+    args = calloc((size_t)f->nargs + 1, sizeof *args);
+    results = calloc((size_t)f->nresults + 1, sizeof *results);
+    rc = args && results ? make_args(ctx, ex, f, &o, args, ds) : RAF_ERROR;
+  }
+  if (rc == RAF_OK)
+    rc = run(ctx, ex, f, &o, args, ds, results);
+  if (rc == RAF_OK)
+    rc = report_results(ctx, f, &o, ex, results, &failed);
+  if (rc == RAF_OK && o.save)
+    rc = rr_checkpoint_save(ctx, o.save, f, args);
+  if (rc == RAF_OK && o.print_memory)
+    printf("peak tensor memory: %zu bytes\n", raf_exec_peak_bytes(ex));
+  raf_diag_render(ctx, stderr);
+  for (int k = 0; k < o.ndatasets; k++)
+    if (ds[k].arg >= 0)
+      raf_npy_free(&ds[k].all);
+  for (int i = 0; f && ex && args && i < f->nargs; i++)
+    raf_exec_free(ex, args[i]);
+  for (int r = 0; f && ex && results && r < f->nresults; r++)
+    raf_exec_free(ex, results[r]);
+  free(args);
+  free(results);
+  for (int k = 0; k < o.ninputs; k++)
+    free(o.inputs[k].owned);
+  for (int k = 0; k < o.ndatasets; k++)
+    free(o.datasets[k].owned);
+  raf_exec_destroy(ex);
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+  return rc != RAF_OK || failed ? 1 : 0;
+}

@@ -1,0 +1,211 @@
+/* values.c: tensors from the command line, and to the terminal (values.h).
+ */
+#include "raf-run/values.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_sep(char c) {
+  return c == ',' || c == '[' || c == ']' || isspace((unsigned char)c);
+}
+
+/* One number of inline text into element i of t. */
+static bool parse_number(const char *s, size_t len, raf_tensor *t,
+                         int64_t i) {
+  char buf[64];
+  if (len == 0 || len >= sizeof buf)
+    return false;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  raf_dtype dt = t->type->dtype;
+  if (strcmp(buf, "true") == 0 || strcmp(buf, "false") == 0) {
+    raf_elem_set_i64(dt, t->data, i, buf[0] == 't');
+    return true;
+  }
+  char *end;
+  errno = 0;
+  if (!raf_dtype_is_float(dt)) {
+    long long v = strtoll(buf, &end, 10);
+    if (*end || errno)
+      return false;
+    if (dt == RAF_BOOL && v != 0 && v != 1)
+      return false;
+    raf_elem_set_i64(dt, t->data, i, v);
+    return true;
+  }
+  double v = strtod(buf, &end); /* accepts inf, -inf and nan */
+  if (*end)
+    return false;
+  raf_elem_set_f64(dt, t->data, i, v);
+  return true;
+}
+
+raf_status rr_parse_inline(raf_ctx *ctx, const char *what, const char *text,
+                           raf_tensor *t) {
+  int64_t n = 0, want = t->type->numel;
+  char type[128];
+  raf_type_str(t->type, type, sizeof type);
+  for (const char *s = text;;) {
+    while (*s && is_sep(*s))
+      s++;
+    if (!*s)
+      break;
+    const char *start = s;
+    while (*s && !is_sep(*s))
+      s++;
+    if (n < want && !parse_number(start, (size_t)(s - start), t, n)) {
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "%s: '%.*s' is not a %s value", what, (int)(s - start),
+                      start, raf_dtype_name(t->type->dtype));
+      return RAF_ERROR;
+    }
+    n++;
+  }
+  if (n != want) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "%s: %lld value%s given, but %s has %lld", what,
+                    (long long)n, n == 1 ? "" : "s", type, (long long)want);
+    return RAF_ERROR;
+  }
+  return RAF_OK;
+}
+
+static void npy_type_str(const raf_npy *a, char *buf, size_t size) {
+  int k = snprintf(buf, size, "%s[", raf_dtype_name(a->dtype));
+  for (int d = 0; d < a->rank && k > 0 && (size_t)k < size; d++)
+    k += snprintf(buf + k, size - (size_t)k, "%s%lld", d ? "," : "",
+                  (long long)a->dims[d]);
+  if (k > 0 && (size_t)k < size)
+    snprintf(buf + k, size - (size_t)k, "]");
+}
+
+raf_status rr_from_npy(raf_ctx *ctx, const char *what, const raf_npy *a,
+                       raf_tensor *t) {
+  bool same = a->dtype == t->type->dtype && a->rank == t->type->rank;
+  for (int d = 0; same && d < a->rank; d++)
+    same = a->dims[d] == t->type->dims[d];
+  if (!same) {
+    char want[128], got[128];
+    raf_type_str(t->type, want, sizeof want);
+    npy_type_str(a, got, sizeof got);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "%s has type %s, but the .npy file holds %s", what, want,
+                    got);
+    return RAF_ERROR;
+  }
+  memcpy(t->data, a->data, t->nbytes);
+  return RAF_OK;
+}
+
+raf_status rr_read_value(raf_ctx *ctx, const char *what, const char *spec,
+                         raf_tensor *t) {
+  if (spec[0] != '@')
+    return rr_parse_inline(ctx, what, spec, t);
+  raf_npy a;
+  if (raf_npy_read(ctx, spec + 1, &a) != RAF_OK)
+    return RAF_ERROR;
+  raf_status rc = rr_from_npy(ctx, what, &a, t);
+  raf_npy_free(&a);
+  return rc;
+}
+
+raf_npy rr_npy_view(const raf_tensor *t) {
+  raf_npy a = {t->type->dtype, t->type->rank, {0}, t->type->numel, t->data};
+  for (int d = 0; d < t->type->rank; d++)
+    a.dims[d] = t->type->dims[d];
+  return a;
+}
+
+static void print_elem(FILE *out, const raf_tensor *t, int64_t i) {
+  raf_dtype dt = t->type->dtype;
+  if (dt == RAF_BOOL)
+    fputs(((const uint8_t *)t->data)[i] ? "true" : "false", out);
+  else if (raf_dtype_is_float(dt))
+    fprintf(out, "%.8g", raf_elem_get_f64(dt, t->data, i));
+  else
+    fprintf(out, "%lld", (long long)raf_elem_get_i64(dt, t->data, i));
+}
+
+/* Prints dims [d, rank) starting at flat index *i. */
+static void print_dims(FILE *out, const raf_tensor *t, int d, int64_t *i) {
+  const raf_type *ty = t->type;
+  if (d == ty->rank) {
+    print_elem(out, t, (*i)++);
+    return;
+  }
+  fputc('[', out);
+  for (int64_t k = 0; k < ty->dims[d]; k++) {
+    if (k > 0) {
+      if (d == ty->rank - 1) {
+        fputc(' ', out);
+      } else { /* a new row: a newline per dimension left, then indent */
+        for (int n = d + 1; n < ty->rank; n++)
+          fputc('\n', out);
+        fprintf(out, "%*s", d + 1, "");
+      }
+    }
+    print_dims(out, t, d + 1, i);
+  }
+  fputc(']', out);
+}
+
+void rr_print(FILE *out, const raf_tensor *t) {
+  int64_t i = 0;
+  print_dims(out, t, 0, &i);
+  fputc('\n', out);
+}
+
+static double default_tol(raf_dtype dt) {
+  switch (dt) {
+  case RAF_F64: return 1e-10;
+  case RAF_F32: return 1e-5;
+  case RAF_F16: return 1e-3;
+  case RAF_BF16: return 1e-2;
+  default: return 0;
+  }
+}
+
+bool rr_compare(const raf_tensor *got, const raf_tensor *expected,
+                rr_tolerance tol, char *msg, size_t size) {
+  raf_dtype dt = got->type->dtype;
+  double atol = tol.atol >= 0 ? tol.atol : default_tol(dt);
+  double rtol = tol.rtol >= 0 ? tol.rtol : default_tol(dt);
+  for (int64_t i = 0; i < got->type->numel; i++) {
+    bool ok;
+    double g, e;
+    if (raf_dtype_is_float(dt)) {
+      g = raf_elem_get_f64(dt, got->data, i);
+      e = raf_elem_get_f64(dt, expected->data, i);
+      ok = (isnan(g) && isnan(e)) || g == e ||
+           (isfinite(e) && fabs(g - e) <= atol + rtol * fabs(e));
+    } else {
+      int64_t gi = raf_elem_get_i64(dt, got->data, i);
+      int64_t ei = raf_elem_get_i64(dt, expected->data, i);
+      ok = gi == ei;
+      g = (double)gi;
+      e = (double)ei;
+    }
+    if (ok)
+      continue;
+    char index[160] = "";
+    int64_t rest = i;
+    int k = 0;
+    int64_t idx[RAF_MAX_RANK];
+    for (int d = got->type->rank - 1; d >= 0; d--) {
+      idx[d] = rest % got->type->dims[d];
+      rest /= got->type->dims[d];
+    }
+    for (int d = 0; d < got->type->rank && k < (int)sizeof index - 24; d++)
+      k += snprintf(index + k, sizeof index - (size_t)k, "%s%lld",
+                    d ? "," : "", (long long)idx[d]);
+    snprintf(msg, size,
+             "element [%s] (flat %lld) is %.9g, expected %.9g "
+             "(atol %g, rtol %g)",
+             index, (long long)i, g, e, atol, rtol);
+    return false;
+  }
+  return true;
+}
