@@ -36,7 +36,9 @@ static void usage(FILE *f) {
     fprintf(f, "  --%-28s %s\n", passes[i].name, passes[i].summary);
   fprintf(f,
           "  --PASS=\"k=v ...\"              a pass with options\n"
-          "  -p, --pass-pipeline=PIPELINE    passes as 'a,b{k=v},c'\n\n"
+          "  -p, --pass-pipeline=PIPELINE    passes as 'a,b{k=v},c'\n"
+          "  --dialects=a,b                  dispatch to these dialects, "
+          "highest priority first\n\n"
           "Options:\n"
           "  -o FILE                         output file ('-': stdout)\n"
           "  --list-passes                   list the passes and exit\n"
@@ -118,6 +120,12 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
         return 2;
       }
       o->pipe.bisect_limit = (int)n;
+    } else if ((v = flag_value(a, "--dialects"))) {
+      /* Shorthand for --dispatch="dialects=...", in command-line order. */
+      char opts[512];
+      snprintf(opts, sizeof opts, "dialects=%s", v);
+      if (raf_pipeline_add(pl, "dispatch", opts) != RAF_OK)
+        return 2;
     } else if (strcmp(a, "--split-input-file") == 0) {
       o->split = true;
     } else if (strcmp(a, "--verify-diagnostics") == 0) {

@@ -245,20 +245,27 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
   }
   if (raf_npy_read(ctx, n->spec + 1, &ds->all) != RAF_OK)
     return RAF_ERROR;
+  /* Either [M, d1, ...] cut into slices of the argument's first dimension
+   * d0 (M / d0 of them), or [M, d0, d1, ...] with one slice per index. */
   const raf_type *t = f->args[ds->arg].value->type;
-  bool ok = t->rank >= 1 && ds->all.rank == t->rank &&
-            ds->all.dtype == t->dtype && t->dims[0] > 0;
-  for (int d = 1; ok && d < t->rank; d++)
-    ok = ds->all.dims[d] == t->dims[d];
-  ds->batches = ok ? ds->all.dims[0] / t->dims[0] : 0;
+  const raf_npy *a = &ds->all;
+  bool stacked = a->rank == t->rank + 1, ok = a->dtype == t->dtype;
+  if (!stacked)
+    ok = ok && t->rank >= 1 && a->rank == t->rank && t->dims[0] > 0;
+  for (int d = stacked ? 0 : 1; ok && d < t->rank; d++)
+    ok = a->dims[d + stacked] == t->dims[d];
+  ds->batches = !ok ? 0 : stacked ? a->dims[0] : a->dims[0] / t->dims[0];
   if (!ok || ds->batches == 0) {
     char want[128];
     raf_type_str(t, want, sizeof want);
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "--dataset=%s: %s needs an array of %s with at least %lld "
-                    "rows of the shape after the first dimension",
-                    n->name, n->spec + 1, raf_dtype_name(t->dtype),
-                    t->rank ? (long long)t->dims[0] : 0LL);
+                    "--dataset=%s: %s must hold slices of argument %%%s "
+                    "(%s) along axis 0: an array of %s shaped [K*%lld, ...] "
+                    "or [K, %s...]",
+                    n->name, n->spec + 1, n->name, want,
+                    raf_dtype_name(t->dtype),
+                    t->rank ? (long long)t->dims[0] : 1LL,
+                    t->rank ? "d0, " : "");
     raf_npy_free(&ds->all);
     return RAF_ERROR;
   }
@@ -292,6 +299,12 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
     char what[160];
     snprintf(what, sizeof what, "--input=%s: argument %%%s", o->inputs[k].name,
              o->inputs[k].name);
+    if (given[i] && !o->load) {
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "--input: argument %%%s is given twice",
+                      o->inputs[k].name);
+      rc = RAF_ERROR;
+    }
     if (rr_read_value(ctx, what, o->inputs[k].spec, args[i]) != RAF_OK)
       rc = RAF_ERROR;
     given[i] = true;
@@ -299,6 +312,8 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
   for (int k = 0; k < o->ndatasets; k++) {
     if (open_dataset(ctx, f, &o->datasets[k], &ds[k]) != RAF_OK) {
       rc = RAF_ERROR;
+      if (ds[k].arg >= 0)
+        given[ds[k].arg] = true; /* reported already */
       ds[k].arg = -1;
       continue;
     }

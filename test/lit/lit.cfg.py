@@ -25,6 +25,8 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
         config.environment[var] = os.environ[var]
 
 config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
+# Debian's NumPy is seen by the system Python only.
+config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%FileCheck", os.path.join(llvm_bin, "FileCheck")))
 
 # GPU tests say `REQUIRES: cuda`.
