@@ -118,6 +118,8 @@ static bool eval_float(raf_opcode op, double a, double b, double *r) {
   case RAF_OP_SIGMOID: *r = 1.0 / (1.0 + exp(-a)); break;
   case RAF_OP_RELU: *r = a > 0 || isnan(a) ? a : 0.0; break;
   case RAF_OP_ERF: *r = erf(a); break;
+  case RAF_OP_COS: *r = cos(a); break;
+  case RAF_OP_SIN: *r = sin(a); break;
   case RAF_OP_ADD: *r = a + b; break;
   case RAF_OP_SUB: *r = a - b; break;
   case RAF_OP_MUL: *r = a * b; break;

@@ -126,6 +126,8 @@ static raf_status run(const raf_kernel *k, raf_dtype work, raf_dtype out_work,
   case RAF_OP_SIGMOID: FOR_EACH(T, (T)1 / ((T)1 + exp##F(-x))); break;         \
   case RAF_OP_RELU: FOR_EACH(T, x < 0 ? (T)0 : x); break;                      \
   case RAF_OP_ERF: FOR_EACH(T, erf##F(x)); break;                              \
+  case RAF_OP_COS: FOR_EACH(T, cos##F(x)); break;                              \
+  case RAF_OP_SIN: FOR_EACH(T, sin##F(x)); break;                              \
   case RAF_OP_GELU:                                                            \
     if (tanh_gelu)                                                             \
       FOR_EACH(T, (T)0.5 * x *                                                 \

@@ -20,6 +20,8 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_SIGMOID] = raf_cpuref_unary,
     [RAF_OP_RELU] = raf_cpuref_unary,
     [RAF_OP_ERF] = raf_cpuref_unary,
+    [RAF_OP_COS] = raf_cpuref_unary,
+    [RAF_OP_SIN] = raf_cpuref_unary,
     [RAF_OP_GELU] = raf_cpuref_unary,
     /* binary */
     [RAF_OP_ADD] = raf_cpuref_binary,

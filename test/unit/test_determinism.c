@@ -31,7 +31,7 @@ static const det_case CASES[] = {
      "  %a = abs(%x)\n  %l = log(%a)\n  %e = exp(%l)\n  %s = sqrt(%e)\n"
      "  %r = rsqrt(%s)\n  %t = tanh(%r)\n  %g = sigmoid(%t)\n"
      "  %u = relu(%x)\n  %n = neg(%u)\n  %f = erf(%n)\n"
-     "  %g1 = gelu(%f)\n  %g2 = gelu(%g1) {approximate = \"tanh\"}\n"
+     "  %f1 = cos(%f)\n  %f2 = sin(%f1)\n  %g1 = gelu(%f2)\n  %g2 = gelu(%g1) {approximate = \"tanh\"}\n"
      "  %b0 = add(%g2, %y)\n  %b1 = sub(%b0, %g)\n  %b2 = mul(%b1, %y)\n"
      "  %b3 = div(%b2, %y)\n  %b4 = pow(%a, %y)\n  %b5 = maximum(%b3, %b4)\n"
      "  %b6 = minimum(%b5, %x)\n"

@@ -104,6 +104,8 @@ UNARY = {
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "1 / (1 + exp(-x))"),
     "relu": (lambda x: np.where(x < 0, 0, x), "max(x, 0), NaN kept"),
     "erf": (erf, "the error function"),
+    "cos": (np.cos, "cosine"),
+    "sin": (np.sin, "sine"),
 }
 X = np.array([-2.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.5]).reshape(2, 4)
 XI = np.array([-100, -3, -1, 0, 1, 2, 7, 120]).reshape(2, 4)
