@@ -15,7 +15,10 @@
 #include "lang/ops.def"
 #undef OP
 
-#define OP(e, name, nop, nres, attrs, infer, dtypes, diff, fusion, amp, cost)  \
+/* The gradient column belongs to passes/autodiff.c (ir/ depends on nothing
+ * above it), so the op table leaves it out. */
+#define OP(e, name, nop, nres, attrs, infer, dtypes, diff, grad, fusion, amp,  \
+           cost)                                                               \
   {name,                                                                       \
    nop,                                                                        \
    nres,                                                                       \
