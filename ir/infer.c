@@ -263,7 +263,7 @@ static raf_status check_ints(raf_infer *in, const char *name,
   return RAF_OK;
 }
 
-static bool one_of(const char *choices, const char *s) {
+bool raf_choices_include(const char *choices, const char *s) {
   size_t n = strlen(s);
   for (const char *p = choices;;) {
     const char *bar = strchr(p, '|');
@@ -297,7 +297,7 @@ static raf_status check_attrs(raf_infer *in) {
                             raf_attr_kind_desc(a->kind));
     if (s->kind == RAF_ATTR_STRING && s->choices) {
       const char *str = a->val.u.s ? a->val.u.s : "";
-      if (!one_of(s->choices, str))
+      if (!raf_choices_include(s->choices, str))
         return raf_infer_fail(in, "%s must be %s, got \"%s\"", a->name,
                               choices_text(s->choices).s, str);
     }

@@ -219,6 +219,9 @@ const char *raf_stmt_attr_str(const raf_stmt *s, const char *name);
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b);
 bool raf_arg_flag(const raf_arg *a, const char *name);
+/* Whether s is one of the '|'-separated choices of an enumerated string
+ * attribute ("mean|sum|none"). */
+bool raf_choices_include(const char *choices, const char *s);
 
 /* An argument's `init` attribute: "zeros", "ones", "normal(MEAN, STD)"
  * (STD >= 0) or "uniform(LOW, HIGH)" (LOW <= HIGH), with finite numbers. */

@@ -170,6 +170,13 @@ static raf_status parse_option(raf_pipeline *p, const pass_entry *e,
     out->val.u.s = val;
     break;
   }
+  if (spec->kind == RAF_ATTR_STRING && spec->choices &&
+      !raf_choices_include(spec->choices, val)) {
+    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                    "pass '%s': option '%s' must be one of %s, got '%s'",
+                    e->info.name, key, spec->choices, val);
+    return RAF_ERROR;
+  }
   if (errno || (end && (end == val || *end))) {
     raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
                     "pass '%s': option '%s' must be %s, got '%s'",
