@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""run.py: converts the ONNX backend node tests and runs them through raf-run.
+
+    run.py --raf-run build/raf-run [--work build/onnx] [--jobs 2]
+           [--only REGEX] [--no-convert] [-v]
+
+Calls convert.py (unless --no-convert), then runs every converted case as
+
+    raf-run case.raf --function=TEST --input=NAME=@in_NAME.npy ...
+            --expected-output=@out_0.npy ... --atol=A --rtol=R
+
+on --jobs processes, prints each failure with raf-run's output, and ends with
+`onnx: P passed, F failed, S skipped of T`. Exits 1 if a case fails or the
+converter reports an error.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402
+
+
+def command(raf_run, case_dir, case):
+    cmd = [raf_run, os.path.join(case_dir, 'case.raf'),
+           '--function=' + case['function']]
+    for name, fn in case['inputs']:
+        cmd.append('--input=%s=@%s' % (name, os.path.join(case_dir, fn)))
+    for fn in case['outputs']:
+        cmd.append('--expected-output=@' + os.path.join(case_dir, fn))
+    if case['atol'] or case['rtol']:
+        cmd += ['--atol=%g' % case['atol'], '--rtol=%g' % case['rtol']]
+    return cmd
+
+
+def run_case(raf_run, case_dir, timeout, threads):
+    with open(os.path.join(case_dir, 'case.json')) as f:
+        case = json.load(f)
+    cmd = command(raf_run, case_dir, case)
+    if threads:
+        cmd.append('--threads=%d' % threads)
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        out = p.stdout.decode(errors='replace')
+        ok = p.returncode == 0 and '[SUCCESS]' in out
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        ok, out, rc = False, 'timed out after %d s' % timeout, None
+    return case['name'], ok, rc, out, cmd
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--raf-run', required=True, help='the raf-run binary')
+    ap.add_argument('--work', default='build/onnx',
+                    help='where the cases are generated')
+    ap.add_argument('--data', default=convert.DATA)
+    ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--threads', type=int, default=1,
+                    help='raf-run --threads per case (default 1; 0: '
+                    "raf-run's default)")
+    ap.add_argument('--timeout', type=int, default=60)
+    ap.add_argument('--only', help='run the tests matching this regex')
+    ap.add_argument('--no-convert', action='store_true',
+                    help='run the cases already in WORK')
+    ap.add_argument('-v', '--verbose', action='store_true',
+                    help='print every case')
+    args = ap.parse_args()
+
+    if not os.path.isdir(args.data):
+        print('onnx: no test data at %s (Debian package libonnx-testdata)'
+              % args.data)
+        return 1
+    t0 = time.time()
+    if not args.no_convert:
+        conv_args = ['--data', args.data, '--work', args.work]
+        if args.only:
+            conv_args += ['--only', args.only]
+        if convert.main(conv_args) != 0:
+            print('onnx: the converter failed')
+            return 1
+    with open(os.path.join(args.work, 'summary.json')) as f:
+        summary = json.load(f)
+    cases_dir = os.path.join(args.work, 'cases')
+    cases = sorted(os.listdir(cases_dir))
+    raf_run = os.path.abspath(args.raf_run)
+    passed, failed = [], []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futs = [pool.submit(run_case, raf_run, os.path.join(cases_dir, c),
+                            args.timeout, args.threads) for c in cases]
+        for fut in futs:
+            name, ok, rc, out, cmd = fut.result()
+            if ok:
+                passed.append(name)
+                if args.verbose:
+                    print('PASS %s' % name)
+                continue
+            failed.append(name)
+            print('FAIL %s (exit %s)' % (name, rc))
+            print('  $ ' + ' '.join(cmd))
+            for line in out.rstrip().splitlines()[-30:]:
+                print('  | ' + line)
+    total = summary['total']
+    print('onnx: %d passed, %d failed, %d skipped of %d (%.1f s)' %
+          (len(passed), len(failed), summary['skipped'], total,
+           time.time() - t0))
+    if failed:
+        print('onnx: failed: ' + ' '.join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
