@@ -748,19 +748,21 @@ raf_status infer_dropout(raf_infer *in) {
   return RAF_OK;
 }
 
-/* q, k, v: [batch.., heads, seq, dim], with equal leading dims; the result
- * is q's shape with v's last dim. */
-raf_status infer_attention(raf_infer *in) {
-  const raf_type *q = OPND(0), *k = OPND(1), *v = OPND(2);
+/* q, k, v (operands first..first+2): [batch.., heads, seq, dim], with equal
+ * leading dims; dims gets the result's shape, q's with v's last dim. */
+static raf_status attention_dims(raf_infer *in, int first, int64_t *dims) {
+  const raf_type *q = OPND(first), *k = OPND(first + 1), *v = OPND(first + 2);
   static const char *const names[] = {"q", "k", "v"};
   raf_attr_value scale;
-  int64_t dims[RAF_MAX_RANK];
-  if (admit_all(in) || same_dtype(in, 0, 1) || same_dtype(in, 0, 2) ||
-      need_rank(in, 0, "q", 3, true))
+  for (int i = first; i < first + 3; i++)
+    if (admit(in, i))
+      return RAF_ERROR;
+  if (same_dtype(in, first, first + 1) || same_dtype(in, first, first + 2) ||
+      need_rank(in, first, "q", 3, true))
     return RAF_ERROR;
   int r = q->rank;
   for (int i = 1; i < 3; i++) {
-    const raf_type *t = OPND(i);
+    const raf_type *t = OPND(first + i);
     if (t->rank != r ||
         memcmp(t->dims, q->dims, (size_t)(r - 2) * sizeof *dims) != 0)
       return raf_infer_fail(in, "%s has type %s, whose leading dimensions do "
@@ -776,7 +778,14 @@ raf_status infer_attention(raf_infer *in) {
     return RAF_ERROR;
   memcpy(dims, q->dims, (size_t)r * sizeof *dims);
   dims[r - 1] = v->dims[r - 1];
-  return set_result(in, 0, q->dtype, r, dims);
+  return RAF_OK;
+}
+
+raf_status infer_attention(raf_infer *in) {
+  int64_t dims[RAF_MAX_RANK];
+  if (attention_dims(in, 0, dims))
+    return RAF_ERROR;
+  return set_result(in, 0, OPND(0)->dtype, OPND(0)->rank, dims);
 }
 
 /* Output size of a window sliding over the two spatial dims, PyTorch's
@@ -802,20 +811,21 @@ static raf_status window2d(raf_infer *in, const int64_t *hw, const int64_t *k,
   return RAF_OK;
 }
 
-/* x: [N, C, H, W]; w: [O, C / groups, KH, KW]. */
-raf_status infer_conv2d(raf_infer *in) {
-  const raf_type *x = OPND(0), *w = OPND(1);
+/* The result shape of conv2d over an input of shape x [N, C, H, W] (spelt
+ * xs in messages) with weight shape w [O, C / groups, KH, KW] (spelt ws);
+ * the ranks are checked. The backward ops pass a shape attribute for one
+ * of the two. */
+static raf_status conv2d_dims(raf_infer *in, const int64_t *x, const char *xs,
+                              const int64_t *w, const char *ws,
+                              int64_t *dims) {
   raf_attr_value stride, pad, dil;
-  int64_t dims[4];
-  if (admit_all(in) || same_dtype(in, 0, 1) ||
-      need_rank(in, 0, "x", 4, false) || need_rank(in, 1, "w", 4, false) ||
-      need(in, "stride", &stride) || need(in, "padding", &pad) ||
+  if (need(in, "stride", &stride) || need(in, "padding", &pad) ||
       need(in, "dilation", &dil) ||
       check_ints(in, "stride", &stride, 2, 1) ||
       check_ints(in, "padding", &pad, 2, 0) ||
       check_ints(in, "dilation", &dil, 2, 1))
     return RAF_ERROR;
-  int64_t groups = attr_int(in, "groups"), c = x->dims[1], o = w->dims[0];
+  int64_t groups = attr_int(in, "groups"), c = x[1], o = w[0];
   if (groups < 1)
     return raf_infer_fail(in, "groups must be at least 1, got %lld",
                           LL(groups));
@@ -823,28 +833,37 @@ raf_status infer_conv2d(raf_infer *in) {
     return raf_infer_fail(in, "groups = %lld does not divide the %lld %s "
                           "channels", LL(groups), LL(c % groups ? c : o),
                           c % groups ? "input" : "output");
-  if (w->dims[1] != c / groups)
+  if (w[1] != c / groups)
     return raf_infer_fail(in, "weight %s with groups = %lld does not fit the "
-                          "%lld channels of %s", TY(w), LL(groups), LL(c),
-                          TY(x));
-  if (w->dims[2] < 1 || w->dims[3] < 1)
-    return raf_infer_fail(in, "weight %s has an empty kernel", TY(w));
-  if (window2d(in, x->dims + 2, w->dims + 2, pad.u.ints.v, stride.u.ints.v,
-               dil.u.ints.v, dims + 2))
+                          "%lld channels of %s", ws, LL(groups), LL(c), xs);
+  if (w[2] < 1 || w[3] < 1)
+    return raf_infer_fail(in, "weight %s has an empty kernel", ws);
+  if (window2d(in, x + 2, w + 2, pad.u.ints.v, stride.u.ints.v, dil.u.ints.v,
+               dims + 2))
     return RAF_ERROR;
-  dims[0] = x->dims[0];
+  dims[0] = x[0];
   dims[1] = o;
+  return RAF_OK;
+}
+
+/* x: [N, C, H, W]; w: [O, C / groups, KH, KW]. */
+raf_status infer_conv2d(raf_infer *in) {
+  const raf_type *x = OPND(0), *w = OPND(1);
+  int64_t dims[4];
+  if (admit_all(in) || same_dtype(in, 0, 1) ||
+      need_rank(in, 0, "x", 4, false) || need_rank(in, 1, "w", 4, false) ||
+      conv2d_dims(in, x->dims, TY(x), w->dims, TY(w), dims))
+    return RAF_ERROR;
   return set_result(in, 0, x->dtype, 4, dims);
 }
 
-/* No stride means the kernel's; padding is at most half the kernel, as
- * PyTorch requires. */
-raf_status infer_pool2d(raf_infer *in) {
-  const raf_type *x = OPND(0);
+/* The result shape of a pooling window over x [N, C, H, W]. No stride
+ * means the kernel's; padding is at most half the kernel, as PyTorch
+ * requires. */
+static raf_status pool2d_dims(raf_infer *in, const int64_t *x,
+                              int64_t *dims) {
   raf_attr_value kernel, stride, pad;
-  int64_t dims[4];
-  if (admit(in, 0) || need_rank(in, 0, "x", 4, false) ||
-      need(in, "kernel", &kernel) || check_ints(in, "kernel", &kernel, 2, 1))
+  if (need(in, "kernel", &kernel) || check_ints(in, "kernel", &kernel, 2, 1))
     return RAF_ERROR;
   if (!attr(in, "stride", &stride))
     stride = kernel;
@@ -856,10 +875,19 @@ raf_status infer_pool2d(raf_infer *in) {
     return raf_infer_fail(in, "padding should be at most half of kernel size, "
                           "got padding %s for kernel %s", INTS(p, 2),
                           INTS(k, 2));
-  if (window2d(in, x->dims + 2, k, p, stride.u.ints.v, NULL, dims + 2))
+  if (window2d(in, x + 2, k, p, stride.u.ints.v, NULL, dims + 2))
     return RAF_ERROR;
-  dims[0] = x->dims[0];
-  dims[1] = x->dims[1];
+  dims[0] = x[0];
+  dims[1] = x[1];
+  return RAF_OK;
+}
+
+raf_status infer_pool2d(raf_infer *in) {
+  const raf_type *x = OPND(0);
+  int64_t dims[4];
+  if (admit(in, 0) || need_rank(in, 0, "x", 4, false) ||
+      pool2d_dims(in, x->dims, dims))
+    return RAF_ERROR;
   return set_result(in, 0, x->dtype, 4, dims);
 }
 
@@ -946,6 +974,212 @@ raf_status infer_collective(raf_infer *in) {
     return too_large(in);
   }
   return set_result(in, 0, x->dtype, x->rank, dims);
+}
+
+/* ---- Backward operators -------------------------------------------------- */
+
+/* The autodiff pass makes these (docs/LangRef.md, "Backward operators").
+ * Operand 0 is always dy, the gradient of the forward op's result; the
+ * checks say which forward shape each gradient must have, so a backward
+ * op written by hand is checked like any other. */
+
+/* Operand i must be exactly operand j's type (dy against a forward value). */
+static raf_status same_type(raf_infer *in, int i, int j, const char *what,
+                            const char *of) {
+  if (OPND(i) == OPND(j)) /* interned */
+    return RAF_OK;
+  return raf_infer_fail(in, "%s must have the type of %s, %s, got %s", what,
+                        of, TY(OPND(j)), TY(OPND(i)));
+}
+
+/* A shape attribute: entries non-negative, len of them (any when < 0). */
+static raf_status shape_attr(raf_infer *in, raf_attr_value *v, int len) {
+  if (need(in, "shape", v) || check_ints(in, "shape", v, len, 0) ||
+      check_rank(in, v->u.ints.n))
+    return RAF_ERROR;
+  int64_t numel = 1;
+  for (int i = 0; i < v->u.ints.n; i++)
+    if (!mul_ok(numel, v->u.ints.v[i], &numel))
+      return too_large(in);
+  return RAF_OK;
+}
+
+/* gelu_grad(dy, x): dy and x of one type, the result's. */
+raf_status infer_gelu_grad(raf_infer *in) {
+  if (admit_all(in) || same_type(in, 0, 1, "dy", "x"))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  return RAF_OK;
+}
+
+/* softmax_grad, log_softmax_grad(dy, y): y is the forward result. */
+raf_status infer_softmax_grad(raf_infer *in) {
+  int axis;
+  if (admit_all(in) || same_type(in, 0, 1, "dy", "y") ||
+      normalize_axis(in, attr_int(in, "axis"), OPND(1)->rank, &axis))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  return RAF_OK;
+}
+
+/* layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta). */
+raf_status infer_layer_norm_grad(raf_infer *in) {
+  const raf_type *x = OPND(1);
+  int axis;
+  if (admit_all(in) || same_type(in, 0, 1, "dy", "x") ||
+      same_dtype(in, 1, 2) ||
+      normalize_axis(in, attr_int(in, "axis"), x->rank, &axis) ||
+      need_shape(in, 2, "gamma", x->rank - axis, x->dims + axis) ||
+      positive(in, "eps", attr_float(in, "eps")))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  in->results[1] = in->results[2] = OPND(2);
+  return RAF_OK;
+}
+
+/* cross_entropy_grad(dy, logits, labels): dy is the loss's gradient, a
+ * scalar, or the labels' shape under reduction = "none". */
+raf_status infer_cross_entropy_grad(raf_infer *in) {
+  const raf_type *logits = OPND(1);
+  bool none = strcmp(attr_str(in, "reduction"), "none") == 0;
+  if (admit(in, 0) || admit(in, 1) || same_dtype(in, 0, 1) ||
+      need_rank(in, 1, "logits", 1, true) ||
+      integer_operand(in, 2, "labels") ||
+      need_shape(in, 2, "labels", logits->rank - 1, logits->dims) ||
+      need_shape(in, 0, "dy", none ? logits->rank - 1 : 0, logits->dims))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  return RAF_OK;
+}
+
+/* take_grad(dy, indices) {axis, dim}: the gradient of take(table, indices)
+ * with table.shape[axis] = dim; dy is take's result shape, so the table's
+ * rank is dy's minus the indices' plus one, and axis counts in it. */
+raf_status infer_take_grad(raf_infer *in) {
+  const raf_type *dy = OPND(0), *ix = OPND(1);
+  raf_attr_value dim;
+  int64_t dims[RAF_MAX_RANK];
+  int axis, rank = dy->rank - ix->rank + 1;
+  if (admit(in, 0) || integer_operand(in, 1, "indices") ||
+      need(in, "dim", &dim))
+    return RAF_ERROR;
+  if (rank < 1)
+    return raf_infer_fail(in, "dy %s has a lower rank than indices %s",
+                          TY(dy), TY(ix));
+  if (normalize_axis(in, attr_int(in, "axis"), rank, &axis))
+    return RAF_ERROR;
+  if (memcmp(dy->dims + axis, ix->dims, (size_t)ix->rank * sizeof *dims))
+    return raf_infer_fail(in, "dy %s does not hold indices %s at axis %d",
+                          TY(dy), TY(ix), axis);
+  if (dim.u.i < 0)
+    return raf_infer_fail(in, "dim must be non-negative, got %lld",
+                          LL(dim.u.i));
+  memcpy(dims, dy->dims, (size_t)axis * sizeof *dims);
+  dims[axis] = dim.u.i;
+  memcpy(dims + axis + 1, dy->dims + axis + ix->rank,
+         (size_t)(rank - axis - 1) * sizeof *dims);
+  return set_result(in, 0, dy->dtype, rank, dims);
+}
+
+/* slice_grad(dy) {shape, begin, end, strides}: dy is what slice of a
+ * tensor of `shape` gives; the result has `shape`. */
+raf_status infer_slice_grad(raf_infer *in) {
+  const raf_type *dy = OPND(0);
+  raf_attr_value shape, begin, end, strides;
+  int64_t dims[RAF_MAX_RANK];
+  bool stepped = attr(in, "strides", &strides);
+  if (admit(in, 0) || shape_attr(in, &shape, -1))
+    return RAF_ERROR;
+  int n = shape.u.ints.n;
+  if (need(in, "begin", &begin) || need(in, "end", &end) ||
+      check_ints(in, "begin", &begin, n, INT64_MIN) ||
+      check_ints(in, "end", &end, n, INT64_MIN) ||
+      (stepped && check_ints(in, "strides", &strides, n, INT64_MIN)))
+    return RAF_ERROR;
+  for (int i = 0; i < n; i++) {
+    int64_t step = stepped ? strides.u.ints.v[i] : 1;
+    if (step == 0)
+      return raf_infer_fail(in, "strides must be nonzero, got %s",
+                            INTS(strides.u.ints.v, n));
+    dims[i] = slice_len(shape.u.ints.v[i], begin.u.ints.v[i],
+                        end.u.ints.v[i], step);
+  }
+  if (need_shape(in, 0, "dy", n, dims))
+    return RAF_ERROR;
+  return set_result(in, 0, dy->dtype, n, shape.u.ints.v);
+}
+
+/* max_pool2d_grad(dy, x): dy has the pooled shape of x. */
+raf_status infer_max_pool2d_grad(raf_infer *in) {
+  int64_t dims[4];
+  if (admit_all(in) || same_dtype(in, 0, 1) ||
+      need_rank(in, 1, "x", 4, false) ||
+      pool2d_dims(in, OPND(1)->dims, dims) ||
+      need_shape(in, 0, "dy", 4, dims))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  return RAF_OK;
+}
+
+/* avg_pool2d_grad(dy) {.., shape}: the input's shape is an attribute, since
+ * avg_pool2d's gradient reads no forward value. */
+raf_status infer_avg_pool2d_grad(raf_infer *in) {
+  raf_attr_value shape;
+  int64_t dims[4];
+  if (admit(in, 0) || shape_attr(in, &shape, 4) ||
+      pool2d_dims(in, shape.u.ints.v, dims) ||
+      need_shape(in, 0, "dy", 4, dims))
+    return RAF_ERROR;
+  return set_result(in, 0, OPND(0)->dtype, 4, shape.u.ints.v);
+}
+
+/* conv2d_grad_input(dy, w) {.., shape = x's}, conv2d_grad_weight(dy, x)
+ * {.., shape = w's}: dy has the shape conv2d(x, w) gives; the result has
+ * `shape`. */
+raf_status infer_conv2d_grad(raf_infer *in) {
+  bool input = in->stmt->op == RAF_OP_CONV2D_GRAD_INPUT;
+  const raf_type *t = OPND(1);
+  raf_attr_value shape;
+  int64_t dims[4];
+  if (admit_all(in) || same_dtype(in, 0, 1) ||
+      need_rank(in, 1, input ? "w" : "x", 4, false) ||
+      shape_attr(in, &shape, 4))
+    return RAF_ERROR;
+  const int64_t *s = shape.u.ints.v;
+  if ((input ? conv2d_dims(in, s, INTS(s, 4), t->dims, TY(t), dims)
+             : conv2d_dims(in, t->dims, TY(t), s, INTS(s, 4), dims)) ||
+      need_shape(in, 0, "dy", 4, dims))
+    return RAF_ERROR;
+  return set_result(in, 0, t->dtype, 4, s);
+}
+
+/* batch_norm_grad(dy, x, gamma, mean, var) -> (dx, dgamma, dbeta); mean
+ * and var are the running statistics, read when not training. */
+raf_status infer_batch_norm_grad(raf_infer *in) {
+  static const char *const names[] = {"dy", "x", "gamma", "mean", "var"};
+  const raf_type *x = OPND(1);
+  if (admit_all(in) || need_rank(in, 1, "x", 2, true) ||
+      same_type(in, 0, 1, "dy", "x"))
+    return RAF_ERROR;
+  for (int i = 2; i < 5; i++)
+    if (same_dtype(in, 1, i) || need_shape(in, i, names[i], 1, x->dims + 1))
+      return RAF_ERROR;
+  if (positive(in, "eps", attr_float(in, "eps")))
+    return RAF_ERROR;
+  in->results[0] = OPND(1);
+  in->results[1] = in->results[2] = OPND(2);
+  return RAF_OK;
+}
+
+/* scaled_dot_product_attention_grad(dy, q, k, v) -> (dq, dk, dv). */
+raf_status infer_attention_grad(raf_infer *in) {
+  int64_t dims[RAF_MAX_RANK];
+  if (admit(in, 0) || attention_dims(in, 1, dims) || same_dtype(in, 0, 1) ||
+      need_shape(in, 0, "dy", OPND(1)->rank, dims))
+    return RAF_ERROR;
+  for (int i = 0; i < 3; i++)
+    in->results[i] = OPND(i + 1);
+  return RAF_OK;
 }
 
 /* ---- Entry point --------------------------------------------------------- */

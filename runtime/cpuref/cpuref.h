@@ -59,4 +59,16 @@ raf_status raf_cpuref_cross_entropy(const raf_kernel *k);
 raf_status raf_cpuref_mse_loss(const raf_kernel *k);
 raf_status raf_cpuref_collective(const raf_kernel *k);
 
+/* grad.c: the backward operators of the autodiff pass */
+raf_status raf_cpuref_gelu_grad(const raf_kernel *k);
+raf_status raf_cpuref_softmax_grad(const raf_kernel *k); /* and log_softmax */
+raf_status raf_cpuref_layer_norm_grad(const raf_kernel *k);
+raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k);
+raf_status raf_cpuref_take_grad(const raf_kernel *k);
+raf_status raf_cpuref_slice_grad(const raf_kernel *k);
+raf_status raf_cpuref_pool2d_grad(const raf_kernel *k); /* max and avg */
+raf_status raf_cpuref_conv2d_grad(const raf_kernel *k); /* input, weight */
+raf_status raf_cpuref_batch_norm_grad(const raf_kernel *k);
+raf_status raf_cpuref_attention_grad(const raf_kernel *k);
+
 #endif

@@ -71,4 +71,18 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_ALL_REDUCE] = raf_cpuref_collective,
     [RAF_OP_REDUCE_SCATTER] = raf_cpuref_collective,
     [RAF_OP_ALL_GATHER] = raf_cpuref_collective,
+    /* backward operators (grad.c) */
+    [RAF_OP_GELU_GRAD] = raf_cpuref_gelu_grad,
+    [RAF_OP_SOFTMAX_GRAD] = raf_cpuref_softmax_grad,
+    [RAF_OP_LOG_SOFTMAX_GRAD] = raf_cpuref_softmax_grad,
+    [RAF_OP_LAYER_NORM_GRAD] = raf_cpuref_layer_norm_grad,
+    [RAF_OP_CROSS_ENTROPY_GRAD] = raf_cpuref_cross_entropy_grad,
+    [RAF_OP_TAKE_GRAD] = raf_cpuref_take_grad,
+    [RAF_OP_SLICE_GRAD] = raf_cpuref_slice_grad,
+    [RAF_OP_MAX_POOL2D_GRAD] = raf_cpuref_pool2d_grad,
+    [RAF_OP_AVG_POOL2D_GRAD] = raf_cpuref_pool2d_grad,
+    [RAF_OP_CONV2D_GRAD_INPUT] = raf_cpuref_conv2d_grad,
+    [RAF_OP_CONV2D_GRAD_WEIGHT] = raf_cpuref_conv2d_grad,
+    [RAF_OP_BATCH_NORM_GRAD] = raf_cpuref_batch_norm_grad,
+    [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD] = raf_cpuref_attention_grad,
 };
