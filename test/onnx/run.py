@@ -2,7 +2,7 @@
 """run.py: converts the ONNX backend node tests and runs them through raf-run.
 
     run.py --raf-run build/raf-run [--work build/onnx] [--jobs 2]
-           [--only REGEX] [--no-convert] [-v]
+           [--only REGEX] [--no-convert] [--passes PIPELINE] [-v]
 
 Calls convert.py (unless --no-convert), then runs every converted case as
 
@@ -11,7 +11,9 @@ Calls convert.py (unless --no-convert), then runs every converted case as
 
 on --jobs processes, prints each failure with raf-run's output, and ends with
 `onnx: P passed, F failed, S skipped of T`. Exits 1 if a case fails or the
-converter reports an error.
+converter reports an error. With --passes, each case goes through
+`raf-opt -p PIPELINE` first (raf-opt next to raf-run, or --raf-opt), so the
+passes are checked to keep every case's results.
 """
 import argparse
 import concurrent.futures
@@ -38,12 +40,21 @@ def command(raf_run, case_dir, case):
     return cmd
 
 
-def run_case(raf_run, case_dir, timeout, threads):
+def run_case(raf_run, case_dir, timeout, threads, raf_opt, passes):
     with open(os.path.join(case_dir, 'case.json')) as f:
         case = json.load(f)
     cmd = command(raf_run, case_dir, case)
     if threads:
         cmd.append('--threads=%d' % threads)
+    if passes:
+        opt = os.path.join(case_dir, 'case.opt.raf')
+        ocmd = [raf_opt, '-p', passes, cmd[1], '-o', opt]
+        p = subprocess.run(ocmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout)
+        if p.returncode != 0:
+            return case['name'], False, p.returncode, \
+                p.stdout.decode(errors='replace'), ocmd
+        cmd[1] = opt
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, timeout=timeout)
@@ -66,6 +77,10 @@ def main():
                     help='raf-run --threads per case (default 1; 0: '
                     "raf-run's default)")
     ap.add_argument('--timeout', type=int, default=60)
+    ap.add_argument('--passes', help='run raf-opt -p PASSES on each case '
+                    'first, e.g. canonicalize,cse,dce')
+    ap.add_argument('--raf-opt', help='the raf-opt binary (default: next to '
+                    'raf-run)')
     ap.add_argument('--only', help='run the tests matching this regex')
     ap.add_argument('--no-convert', action='store_true',
                     help='run the cases already in WORK')
@@ -90,10 +105,13 @@ def main():
     cases_dir = os.path.join(args.work, 'cases')
     cases = sorted(os.listdir(cases_dir))
     raf_run = os.path.abspath(args.raf_run)
+    raf_opt = os.path.abspath(args.raf_opt or os.path.join(
+        os.path.dirname(raf_run), 'raf-opt'))
     passed, failed = [], []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futs = [pool.submit(run_case, raf_run, os.path.join(cases_dir, c),
-                            args.timeout, args.threads) for c in cases]
+                            args.timeout, args.threads, raf_opt, args.passes)
+                for c in cases]
         for fut in futs:
             name, ok, rc, out, cmd = fut.result()
             if ok:
