@@ -1,32 +1,32 @@
-/* checkpoint.c: --save and --load (see checkpoint.h). */
+/* checkpoint.c: --save and --load (see checkpoint.h), through the
+ * safetensors module. */
 #include "raf-run/checkpoint.h"
+
+#include "runtime/safetensors.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef RAF_HAVE_SAFETENSORS /* TEMPORARY: until runtime/safetensors.c lands */
-raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args, bool *given) {
-  (void)f, (void)args, (void)given;
-  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                  "--load=%s: checkpoints are not supported yet", path);
-  return RAF_ERROR;
+/* "f32[2,3]" for a tensor of the file, spelled as raf spells types. */
+static void st_type_str(const raf_st_tensor *e, char *buf, size_t size) {
+  int n = snprintf(buf, size, "%s[", raf_dtype_name(e->dtype));
+  for (int d = 0; d < e->rank && n > 0 && (size_t)n < size; d++)
+    n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? "," : "",
+                  (long long)e->dims[d]);
+  if (n > 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, "]");
 }
-raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args) {
-  (void)f, (void)args;
-  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                  "--save=%s: checkpoints are not supported yet", path);
-  return RAF_ERROR;
-}
-#else
-#include "runtime/safetensors.h"
 
 raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
                               raf_tensor *const *args, bool *given) {
   raf_safetensors *st;
-  if (raf_safetensors_read(ctx, path, &st) != RAF_OK)
+  if (raf_safetensors_read(ctx, path, &st) != RAF_OK) {
+    /* Reported; spare the "no value" errors of the arguments the file may
+     * have held, as for an argument whose type does not match below. */
+    for (int i = 0; i < f->nargs; i++)
+      given[i] = true;
     return RAF_ERROR;
+  }
   raf_status rc = RAF_OK;
   for (int k = 0; k < raf_safetensors_count(st); k++) {
     const raf_st_tensor *e = raf_safetensors_get(st, k);
@@ -46,19 +46,17 @@ raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
     if (!same) {
       char want[128], got[128];
       raf_type_str(t, want, sizeof want);
-      int n = snprintf(got, sizeof got, "%s[", raf_dtype_name(e->dtype));
-      for (int d = 0; d < e->rank && n < (int)sizeof got - 24; d++)
-        n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? "," : "",
-                      (long long)e->dims[d]);
-      snprintf(got + n, sizeof got - (size_t)n, "]");
+      st_type_str(e, got, sizeof got);
       raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                       "--load: %s: argument %%%s has type %s, but the "
                       "checkpoint holds %s",
                       path, e->name, want, got);
       rc = RAF_ERROR;
+      given[i] = true; /* reported already */
       continue;
     }
-    memcpy(args[i]->data, e->data, args[i]->nbytes);
+    if (args[i]->nbytes)
+      memcpy(args[i]->data, e->data, args[i]->nbytes);
     given[i] = true;
   }
   raf_safetensors_free(st);
@@ -68,8 +66,11 @@ raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
 raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
                               raf_tensor *const *args) {
   raf_st_tensor *list = calloc((size_t)f->nargs + 1, sizeof *list);
-  if (!list)
+  if (!list) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--save: %s: out of memory", path);
     return RAF_ERROR;
+  }
   int n = 0;
   for (int i = 0; i < f->nargs; i++) {
     if (!raf_arg_flag(&f->args[i], "param") &&
@@ -85,8 +86,13 @@ raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
     e->data = args[i]->data;
     e->nbytes = args[i]->nbytes;
   }
-  raf_status rc = raf_safetensors_write(ctx, path, list, n);
+  if (n == 0)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_WARNING,
+                    "--save: @%s has no param or state argument; the "
+                    "checkpoint is empty",
+                    f->name);
+  const char *meta[] = {"producer", "raf-run " RAF_VERSION, NULL};
+  raf_status rc = raf_safetensors_write(ctx, path, list, n, meta);
   free(list);
   return rc;
 }
-#endif
