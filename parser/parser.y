@@ -78,7 +78,7 @@ func:
 
 func_head:
     FUNC GLOBAL { raf_build_begin_func(p, $2); }
-    '(' opt_params ')' ARROW result_sig
+    '(' opt_params ')' opt_nl ARROW result_sig
   ;
 
 opt_params:

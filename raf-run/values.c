@@ -123,6 +123,8 @@ static void print_elem(FILE *out, const raf_tensor *t, int64_t i) {
   raf_dtype dt = t->type->dtype;
   if (dt == RAF_BOOL)
     fputs(((const uint8_t *)t->data)[i] ? "true" : "false", out);
+  else if (raf_dtype_is_float(dt) && isnan(raf_elem_get_f64(dt, t->data, i)))
+    fputs("nan", out); /* as NumPy, whatever the sign bit */
   else if (raf_dtype_is_float(dt))
     fprintf(out, "%.8g", raf_elem_get_f64(dt, t->data, i));
   else

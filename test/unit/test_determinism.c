@@ -46,7 +46,8 @@ static const det_case CASES[] = {
      "  %w4 = where(%c0, %w3, %y)\n  %w5 = where(%c1, %w4, %x)\n"
      "  %h = cast(%w5) {dtype = bf16}\n"
      "  %k = stop_gradient(%w5)\n"
-     "  return %w5, %b4, %k, %h\n}\n"},
+     "  return %w5, %b4, %k, %h\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[64,512,4], %i: i32[64,1024]) -> (f32[], f32[64,4], "
      "f32[512], f32[64,1,4], f32[64,4], i64[64,4], i32[1024], i32[]) {\n"
@@ -56,14 +57,16 @@ static const det_case CASES[] = {
      "  %sm = sum(%x) {axes = [-2]}\n"
      "  %am = argmax(%x) {axis = 1}\n"
      "  %si = sum(%i) {axes = [0]}\n  %mi = max(%i)\n"
-     "  return %s, %m, %mx, %mn, %sm, %am, %si, %mi\n}\n"},
+     "  return %s, %m, %mx, %mn, %sm, %am, %si, %mi\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[64,32,64], %g: f32[32,64], %b: f32[32,64]) -> "
      "(f32[64,32,64], f32[64,32,64], f32[64,32,64], f32[64,32,64]) {\n"
      "  %s = softmax(%x)\n  %l = log_softmax(%x) {axis = 0}\n"
      "  %n = layer_norm(%x, %g, %b) {axis = 1}\n"
      "  %n2 = layer_norm(%x, %g, %b) {axis = -2, eps = 0.001}\n"
-     "  return %s, %l, %n, %n2\n}\n"},
+     "  return %s, %l, %n, %n2\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[64,256,8], %t: f32[4096,64], %k: f32[64,4096]) -> "
      "(f32[256,8,64], f32[16,64,256,8], f32[64,128,4], f32[64,512,8], "
@@ -81,7 +84,8 @@ static const det_case CASES[] = {
      "  %ix2 = argmax(%t) {axis = 0}\n"
      "  %ix3 = broadcast_to(%ix2) {shape = [4096, 64]}\n"
      "  %tk2 = take(%k, %ix3) {axis = 1}\n"
-     "  return %tr, %br, %sl, %cc, %p0, %p1, %tk, %rs, %tk2\n}\n"},
+     "  return %tr, %br, %sl, %cc, %p0, %p1, %tk, %rs, %tk2\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%a: f32[8,96,80], %b: f32[80,72], %q: f32[2,4,64,32], "
      "%k: f32[2,4,64,32], %v: f32[2,4,64,32]) -> (f32[8,96,72], "
@@ -89,7 +93,8 @@ static const det_case CASES[] = {
      "  %m = matmul(%a, %b)\n"
      "  %o = scaled_dot_product_attention(%q, %k, %v) {causal}\n"
      "  %o2 = scaled_dot_product_attention(%q, %k, %v) {scale = 0.5}\n"
-     "  return %m, %o, %o2\n}\n"},
+     "  return %m, %o, %o2\n}\n",
+     false},
     {"cblas,cpu-ref",
      "func @f(%a: f32[8,96,80], %b: f32[8,72,80]) -> f32[8,96,72] {\n"
      "  %m = matmul(%a, %b) {transpose_b}\n  return %m\n}\n",
@@ -99,7 +104,8 @@ static const det_case CASES[] = {
      "f32[256,1024]) {\n"
      "  %d = dropout(%x, %key) {p = 0.3}\n"
      "  %d2 = dropout(%x, %key) {p = 0.3}\n"
-     "  return %d, %d2\n}\n"},
+     "  return %d, %d2\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[4,8,32,32], %w: f32[16,4,3,3], %dw: f32[8,1,3,3], "
      "%g: f32[8], %b: f32[8], %mu: f32[8], %var: f32[8]) -> "
@@ -114,7 +120,8 @@ static const det_case CASES[] = {
      "  %va = abs(%var)\n"
      "  %y, %nm, %nv = batch_norm(%x, %g, %b, %mu, %va)\n"
      "  %e, %em, %ev = batch_norm(%x, %g, %b, %mu, %va) {training = false}\n"
-     "  return %c, %d, %mp, %ap, %y, %nm, %nv, %e\n}\n"},
+     "  return %c, %d, %mp, %ap, %y, %nm, %nv, %e\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[512,1000], %t: f32[512,1000]) -> (f32[], f32[], "
      "f32[512], f32[], f32[512,1000]) {\n"
@@ -125,7 +132,8 @@ static const det_case CASES[] = {
      "  %l3 = cross_entropy(%x, %lab) {reduction = \"none\"}\n"
      "  %m = mse_loss(%x, %t)\n"
      "  %m2 = mse_loss(%x, %t) {reduction = \"none\"}\n"
-     "  return %l, %l2, %l3, %m, %m2\n}\n"},
+     "  return %l, %l2, %l3, %m, %m2\n}\n",
+     false},
     {"cpu-ref",
      "func @f(%x: f32[64,1024]) -> (f32[64,1024], f32[64,1024], "
      "f32[64,1024], f32[64,1024]) {\n"
@@ -136,7 +144,8 @@ static const det_case CASES[] = {
      "  %z = call @g(%x)\n"
      "  return %r, %s, %g, %z\n}\n"
      "func @g(%x: f32[64,1024]) -> f32[64,1024] {\n"
-     "  %n = neg(%x)\n  return %n\n}\n"},
+     "  %n = neg(%x)\n  return %n\n}\n",
+     false},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
