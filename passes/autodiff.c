@@ -271,8 +271,32 @@ static void inline_calls(autodiff *A) {
         if (res[i])
           raf_value_replace_uses(s->results[i], res[i]);
       if (!A->failed) {
-        raf_stmt_erase(s); /* then go on at the first statement copied */
-        s = prev ? prev->next : A->g->first;
+        raf_stmt *first = prev ? prev->next : A->g->first;
+        /* The values returned take the names of the call's results, so
+         * that @f's names mean the same values in @f_grad (a value the
+         * callee passes through from its arguments keeps its own). */
+        const char *small_names[16], **names = small_names;
+        if (s->nresults > 16 &&
+            !(names = malloc(sizeof *names * (size_t)s->nresults))) {
+          oom(A);
+          names = small_names;
+        }
+        for (int i = 0; i < s->nresults && !A->failed; i++)
+          names[i] = s->results[i]->name;
+        raf_stmt *after = s->next;
+        raf_stmt_erase(s);
+        for (int i = 0; i < s->nresults && !A->failed; i++) {
+          bool copied = false;
+          for (raf_stmt *c = first; c != after && !copied; c = c->next)
+            copied = res[i] && res[i]->def == c;
+          for (int k = 0; k < i; k++)
+            copied = copied && res[k] != res[i];
+          if (copied && names[i])
+            raf_value_set_name(res[i], names[i]);
+        }
+        if (names != small_names)
+          free(names);
+        s = first; /* go on at the first statement copied */
       }
     }
     if (args != small)
@@ -379,8 +403,11 @@ static void differentiate(autodiff *A, raf_stmt *s, raf_value **dy) {
     }
     if (dx[i]->def && dx[i]->def->order >= mark && is_number(dx[i]->name))
       name_grad(A, dx[i], v);
-    accumulate(A, &ad.e, v, dx[i]);
   }
+  /* Named first, added second, so the names count up down the body. */
+  for (int i = 0; i < n && !A->failed; i++)
+    if (need[i] && dx[i])
+      accumulate(A, &ad.e, s->operands[i].value, dx[i]);
 done:
   if (need != small)
     free(need);

@@ -531,7 +531,23 @@ static raf_status grad_matmul(RULE_ARGS) {
                        : matmul(ad, b, g, tb, true);   /* (dy B^T)^T */
     dx[0] = sum_to(ad, r, a->type);
   }
-  if (NEED(1)) {
+  if (NEED(1) && b->type->rank == 2 && a->type->rank > 2 && !ta &&
+      a->type->dims[a->type->rank - 1] > 0) {
+    /* A weight shared by a batch (x [B, T, K] @ w [K, N]): fold the batch
+     * into the rows, so that one matmul sums over it instead of making
+     * a [B, K, N] gradient per batch element to sum afterwards. */
+    const raf_type *at = a->type, *gt = g->type;
+    int64_t rows = at->numel / at->dims[at->rank - 1];
+    raf_type *a2 = raf_type_get(ad->m, at->dtype, 2,
+                                (int64_t[]){rows, at->dims[at->rank - 1]});
+    raf_type *g2 = raf_type_get(ad->m, gt->dtype, 2,
+                                (int64_t[]){rows, gt->dims[gt->rank - 1]});
+    if (!a2 || !g2)
+      return RAF_ERROR;
+    raf_value *af = reshape_to(ad, a, a2), *gf = reshape_to(ad, g, g2);
+    dx[1] = !tb ? matmul(ad, af, gf, true, false)  /* A^T dy */
+                : matmul(ad, gf, af, true, false); /* dy^T A */
+  } else if (NEED(1)) {
     raf_value *r = !tb ? matmul(ad, a, g, !ta, false)  /* A^T dy */
                        : matmul(ad, g, a, true, ta);   /* (A^T dy)^T */
     dx[1] = sum_to(ad, r, b->type);

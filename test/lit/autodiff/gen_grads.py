@@ -338,6 +338,14 @@ def linalg():
     a, b, c = P("a", (2, 3, 4)), P("b", (4, 5)), I("c", (2, 3, 5))
     t.case("matmul_batch_b", [a, b, c], weighted("matmul(%a, %b)"),
            lambda a, b, c: (a @ b * c).sum())
+    a, b, c = P("a", (2, 2, 3, 4)), P("b", (5, 4)), I("c", (2, 2, 3, 5))
+    t.case("matmul_batch_b_tb", [a, b, c],
+           weighted("matmul(%a, %b) {transpose_b}"),
+           lambda a, b, c: (a @ b.transpose(-1, -2) * c).sum())
+    a, b, c = P("a", (2, 4, 3)), P("b", (4, 5)), I("c", (2, 3, 5))
+    t.case("matmul_batch_b_ta", [a, b, c],
+           weighted("matmul(%a, %b) {transpose_a}"),
+           lambda a, b, c: (a.transpose(-1, -2) @ b * c).sum())
     a, b, c = P("a", (3, 4)), P("b", (2, 2, 5, 4)), I("c", (2, 2, 3, 5))
     t.case("matmul_batch_a_tb", [a, b, c],
            weighted("matmul(%a, %b) {transpose_b}"),
