@@ -146,6 +146,53 @@ static const det_case CASES[] = {
      "func @g(%x: f32[64,1024]) -> f32[64,1024] {\n"
      "  %n = neg(%x)\n  return %n\n}\n",
      false},
+    /* The backward operators of autodiff (runtime/cpuref/grad.c). */
+    {"cpu-ref",
+     "func @f(%dy: f32[64,256,8], %x: f32[64,256,8], %g: f32[256,8], %t: "
+     "f32[512,100], %k: f32[4096,100], %dyt: f32[4096,64], %c: "
+     "f32[4,8,32,32], %w: f32[16,4,3,3], %gm: f32[8], %mu: f32[8], %var: "
+     "f32[8], %q: f32[2,4,64,32], %kk: f32[2,4,64,32], %v: f32[2,4,64,32]) "
+     "-> (f32[64,256,8], f32[64,256,8], f32[64,256,8], f32[64,256,8], "
+     "f32[256,8], f32[256,8], f32[512,100], f32[100,64], f32[64,256,8], "
+     "f32[4,8,32,32], f32[4,8,32,32], f32[4,8,32,32], f32[16,4,3,3], "
+     "f32[4,8,32,32], f32[8], f32[8], f32[2,4,64,32], f32[2,4,64,32], "
+     "f32[2,4,64,32]) {\n"
+     "  %gg = gelu_grad(%dy, %x) {approximate = \"tanh\"}\n"
+     "  %s = softmax(%x)\n"
+     "  %sg = softmax_grad(%dy, %s)\n"
+     "  %ls = log_softmax(%x) {axis = 1}\n"
+     "  %lg = log_softmax_grad(%dy, %ls) {axis = 1}\n"
+     "  %nx, %ng, %nb = layer_norm_grad(%dy, %x, %g) {axis = 1}\n"
+     "  %lab = argmax(%t) {axis = 1}\n"
+     "  %one = constant 1.0 : f32[]\n"
+     "  %ce = cross_entropy_grad(%one, %t, %lab) {ignore_index = 3}\n"
+     "  %ids = argmax(%k) {axis = 1}\n"
+     "  %tg = take_grad(%dyt, %ids) {dim = 100}\n"
+     "  %sl = slice(%x) {begin = [0, -1, 1], end = [64, -257, 8], strides = "
+     "[1, -2, 2]}\n"
+     "  %slg = slice_grad(%sl) {shape = [64, 256, 8], begin = [0, -1, 1], "
+     "end = [64, -257, 8], strides = [1, -2, 2]}\n"
+     "  %mp = max_pool2d(%c) {kernel = [2, 2]}\n"
+     "  %mpg = max_pool2d_grad(%mp, %c) {kernel = [2, 2]}\n"
+     "  %ap = avg_pool2d(%c) {kernel = [3, 3], stride = [3, 3], padding = "
+     "[1, 1]}\n"
+     "  %apg = avg_pool2d_grad(%ap) {kernel = [3, 3], stride = [3, 3], "
+     "padding = [1, 1], shape = [4, 8, 32, 32]}\n"
+     "  %cy = conv2d(%c, %w) {stride = [2, 2], padding = [1, 1], groups = "
+     "2}\n"
+     "  %cgi = conv2d_grad_input(%cy, %w) {stride = [2, 2], padding = [1, "
+     "1], groups = 2, shape = [4, 8, 32, 32]}\n"
+     "  %cgw = conv2d_grad_weight(%cy, %c) {stride = [2, 2], padding = [1, "
+     "1], groups = 2, shape = [16, 4, 3, 3]}\n"
+     "  %va = abs(%var)\n"
+     "  %bx, %bg, %bb = batch_norm_grad(%c, %c, %gm, %mu, %va)\n"
+     "  %o = scaled_dot_product_attention(%q, %kk, %v) {causal}\n"
+     "  %dq, %dk, %dv = scaled_dot_product_attention_grad(%o, %q, %kk, %v) "
+     "{causal}\n"
+     "  return %gg, %sg, %lg, %nx, %ng, %nb, %ce, %tg, %slg, %mpg, %apg, "
+     "%cgi, %cgw, %bx, %bg, %bb, %dq, %dk, %dv\n"
+     "}\n",
+     false},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
