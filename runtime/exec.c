@@ -9,7 +9,11 @@
  * made once per function at raf_exec_create, so a call does no lookups.
  *
  * Memory. Every tensor comes from raf_exec_alloc, which keeps the live and
- * peak byte counts that --print-memory reports.
+ * peak byte counts that --print-memory reports. Freed buffers are kept for
+ * reuse by the next request of the same rounded size (a training step asks
+ * for the same sizes every step): fresh pages from the system would cost a
+ * page fault per 4 KiB on every step. The spare buffers count in neither
+ * figure; they go back to the system when the executor is destroyed.
  */
 #include "runtime/exec.h"
 
@@ -38,6 +42,14 @@ typedef struct plan {
   struct plan *next;
 } plan;
 
+/* A freed buffer kept for reuse, on the list of its bucket. */
+typedef struct spare {
+  size_t size;
+  struct spare *next;
+} spare;
+
+enum { SPARE_BUCKETS = 64 };
+
 struct raf_exec {
   raf_ctx *ctx;
   raf_module *m;
@@ -45,6 +57,7 @@ struct raf_exec {
   raf_pool *pool;
   plan *plans;
   size_t live, peak;
+  spare *spares[SPARE_BUCKETS]; /* by (size / 64) % SPARE_BUCKETS */
 };
 
 raf_status raf_kernel_fail(const raf_kernel *k, const char *fmt, ...) {
@@ -91,8 +104,17 @@ raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
   raf_tensor *x = malloc(sizeof *x);
   size_t nbytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
   /* 64-byte alignment suits every vector unit; never a zero-size request. */
-  size_t rounded = (nbytes + 63) & ~(size_t)63;
-  void *data = x ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+  size_t rounded = nbytes ? (nbytes + 63) & ~(size_t)63 : 64;
+  void *data = NULL;
+  for (spare **at = &ex->spares[rounded / 64 % SPARE_BUCKETS]; x && *at;
+       at = &(*at)->next)
+    if ((*at)->size == rounded) {
+      data = *at;
+      *at = (*at)->next;
+      break;
+    }
+  if (x && !data)
+    data = aligned_alloc(64, rounded);
   if (!data) {
     free(x);
     char buf[128];
@@ -115,7 +137,11 @@ void raf_exec_free(raf_exec *ex, raf_tensor *t) {
   if (!t)
     return;
   ex->live -= t->nbytes;
-  free(t->data);
+  /* The buffer itself holds its spare record (it is at least 64 bytes). */
+  spare *sp = t->data;
+  sp->size = t->nbytes ? (t->nbytes + 63) & ~(size_t)63 : 64;
+  sp->next = ex->spares[sp->size / 64 % SPARE_BUCKETS];
+  ex->spares[sp->size / 64 % SPARE_BUCKETS] = sp;
   free(t);
 }
 
@@ -318,6 +344,12 @@ void raf_exec_destroy(raf_exec *ex) {
     free_plan(p);
   }
   raf_pool_destroy(ex->pool);
+  for (int b = 0; b < SPARE_BUCKETS; b++)
+    while (ex->spares[b]) {
+      spare *sp = ex->spares[b];
+      ex->spares[b] = sp->next;
+      free(sp);
+    }
   free(ex);
 }
 

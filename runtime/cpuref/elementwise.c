@@ -34,8 +34,18 @@ void raf_cpuref_gather(const raf_tensor *x, const raf_type *out,
   int wsize = raf_dtype_size(work);
   if (x->type->numel == 1) {
     raf_elem_convert(work, dst, dt, x->data, 1);
-    for (int64_t i = 1; i < n; i++)
-      memcpy((char *)dst + i * wsize, dst, (size_t)wsize);
+    if (wsize == 8) { /* the working types but f32 (where's: any) */
+      uint64_t v = *(const uint64_t *)dst, *d = dst;
+      for (int64_t i = 1; i < n; i++)
+        d[i] = v;
+    } else if (wsize == 4) {
+      uint32_t v = *(const uint32_t *)dst, *d = dst;
+      for (int64_t i = 1; i < n; i++)
+        d[i] = v;
+    } else {
+      for (int64_t i = 1; i < n; i++)
+        memcpy((char *)dst + i * wsize, dst, (size_t)wsize);
+    }
     return;
   }
   int rank = out->rank;
