@@ -1,0 +1,1086 @@
+/* fuse.c: group statements into fused functions, in the manner of TVM's
+ * FuseOps and XLA's loop and input fusion.
+ *
+ * Each group becomes `func @fused_N(inputs) -> (results) {fused} { ... }`
+ * and is replaced in its function by `%r... = call @fused_N(%inputs...)`.
+ * Forward, backward and optimizer code are alike to the pass: they are all
+ * ordinary ops, so it is meant to run after `inline`, on a training step
+ * that is one function. The executor runs a fused function statement by
+ * statement; codegen lowers it to one kernel, which is why every rule below
+ * keeps a group to one iteration space.
+ *
+ * What may join a group (the op table's fusion column):
+ *  - ELEMWISE and BROADCAST ops (broadcast_to included), and reshape,
+ *    which keeps the row-major order of the elements and so is
+ *    elementwise over their linear index;
+ *  - transpose and slice, only as index maps over an input: the group
+ *    must not compute their operand (a group is one pass over one index
+ *    space, and a transpose of a value computed in that pass would need
+ *    another);
+ *  - REDUCE ops (sum, mean, max, min, argmax, softmax, log_softmax,
+ *    layer_norm, cross_entropy, mse_loss, and the backward ops marked
+ *    REDUCE), at most one per group: its anchor;
+ *  - scalar and splat constants are not members: each group that uses one
+ *    gets its own copy, at the top of the fused function, and the original
+ *    goes when nothing else uses it. Dense constants are inputs.
+ * Nothing else joins: matmul and conv2d (OUT_FUSABLE), OPAQUE ops, calls,
+ * concat, split, take and slice_grad stay as they are, and so does a
+ * statement with several results or an attribute naming a value. What a
+ * library kernel could absorb around a matmul is a dialect's business: see
+ * the patterns below.
+ *
+ * Iteration spaces. Every member has a number of elements (its result's).
+ * A group without a reduction (a loop group) has one: all its members have
+ * the same element count D (broadcasting operands come from outside, or
+ * are constants). A group with a reduction anchor R has two: I, the
+ * largest element count among R's operands, and O, R's result's. Relative
+ * to R a member is PRE (R depends on it), POST (it depends on R) or SIDE
+ * (neither), and:
+ *  - when I == O (softmax, log_softmax, layer_norm, their gradients,
+ *    cross_entropy_grad: row ops) every member has I elements;
+ *  - else PRE members have I elements (input fusion: the producers of the
+ *    reduced operand), POST members O (the epilogue: elementwise consumers
+ *    of the reduction's output), SIDE members I or O, and no member of O
+ *    elements feeds one of I (no broadcast back over the reduced data in
+ *    the same pass: `x - mean(x)` is a second kernel).
+ *
+ * The walk. Statements are visited in order; each fusable statement starts
+ * as a group of its own and is merged with the group of each operand's
+ * defining statement in turn, when the rules above allow it, the merged
+ * group has at most max-group-size statements (option, default 1024, at
+ * least 2), and the merge keeps the program acyclic. So groups grow from
+ * producers to consumers: an elementwise chain becomes one group, a
+ * reduction absorbs the group of its producers, and its consumers join it
+ * after. The optimizer's per-parameter update (an elementwise chain over
+ * the parameter's shape, with scalar operands computed once outside or
+ * copied in as constants) becomes one group with several results: the new
+ * param and its new states.
+ *
+ * Acyclicity. Contracting each group to one node must leave a DAG. Two
+ * groups may merge only when no path leads from one to the other through
+ * anything outside both, where "through" is taken in the contracted graph
+ * (a path entering a third group may leave it from any of its members).
+ * The check walks backward from the operands, and forward from the users,
+ * of the smaller group, and only over statements between the two groups'
+ * first and last positions (nothing outside that window lies on such a
+ * path). A walk that visits more than 65536 statements gives up and the
+ * merge is refused: refusing is always safe.
+ *
+ * What becomes a fused function. A group is kept when it has at least two
+ * members that are not reshapes (a group of one statement, or one
+ * statement and a free reshape, is left alone), at most 64 inputs and
+ * 64 results (the executor's limit on a call), at least one result used
+ * outside it, and at least one input (a group that reads only constants
+ * computes a constant: canonicalize's business). A reshape at the end of
+ * a group, read only outside it, is left out of it: it would only be a
+ * second copy of a result. Its inputs are the values it reads from outside, in
+ * order of first use; its results are the members' results used outside
+ * it or returned, in statement order. The call takes the results' names;
+ * the fused function keeps the members' names, attributes (a `dialect`
+ * included) and locations, and the argument names of its inputs. Fused
+ * functions are named @fused_0, @fused_1, ... (skipping names taken), in
+ * order of their groups' first statements, and placed before the function
+ * they came from, so the entry stays the module's last function.
+ *
+ * Order. A group's call goes where its last member was, unless a statement
+ * before that reads one of its results; then the call moves up to just
+ * before that statement, with what it needs. Statements keep their order
+ * otherwise (a stable topological sort of the contracted graph).
+ *
+ * Patterns (option patterns=NAME,..., default none): dialect-specific
+ * groups from the table of passes/fuse_patterns.c (see passes/fuse.h),
+ * claimed before the walk and sealed against it. An unknown name is an
+ * error that lists the known ones.
+ *
+ * Requires: a verified module. Functions marked {fused} are left alone,
+ * so a second run only groups what the first left.
+ * Preserves: the values each function returns, signatures, names and
+ * locations of every statement (members move into the fused functions).
+ */
+#include "passes/fuse.h"
+#include "passes/pass.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IO 64          /* operands and results of a call (executor) */
+#define WALK_BUDGET 65536  /* statements one acyclicity walk may visit */
+#define MAX_PATTERN_SIZE 16
+
+/* Classes of statements for the walk. */
+enum { C_NONE, C_CONST, C_ELEM, C_RESHAPE, C_IMAP, C_RED };
+/* Positions relative to a group's reduction. */
+enum { P_NONE, P_PRE, P_POST, P_SIDE, P_ANCHOR };
+
+/* One statement, and (at its root) a group in a union-find forest. */
+typedef struct node {
+  raf_stmt *s;
+  int64_t numel; /* of its result */
+  int parent;
+  int next;      /* the next member of the group, -1 at the end */
+  unsigned seen; /* walk stamp */
+  unsigned char cls, phase;
+  bool claimed; /* by a pattern */
+  bool copied;  /* a constant copied into some group */
+  bool pruned;  /* a reshape at the end of its group, left out */
+  /* At the root of a group: */
+  int head, tail, size, anchor, lo, hi;
+  int64_t dom_in, dom_out; /* D, D for loop groups; I, O with an anchor */
+  bool sealed;
+} node;
+
+typedef struct group {
+  int first, nmem; /* the members: mem[first .. first + nmem), in order */
+  raf_value *in[MAX_IO];
+  raf_value *out[MAX_IO];
+  int nin, nout;
+  raf_stmt *call;
+} group;
+
+typedef struct frame {
+  int node, j, i;
+} frame;
+
+typedef struct fuser {
+  raf_ctx *ctx;
+  raf_module *m;
+  int64_t max_size;
+  const raf_fuse_pattern **pats; /* enabled, highest priority first */
+  int npats;
+  int counter; /* for @fused_N */
+  /* Per function: */
+  raf_func *f;
+  node *nd;
+  int n;
+  int64_t base; /* order of the first statement */
+  int *stack;
+  int *tmp;
+  unsigned stamp;
+  bool failed;
+} fuser;
+
+static void oom(fuser *F) {
+  if (!F->failed)
+    raf_diag_report(F->ctx, (raf_loc){NULL, 0, 0}, RAF_SEV_ERROR,
+                    "fuse: out of memory");
+  F->failed = true;
+}
+
+/* ---- Statements by position ---------------------------------------------- */
+
+static int index_of(const fuser *F, const raf_stmt *s) {
+  if (!s)
+    return -1;
+  int64_t k = s->order - F->base;
+  if (k < 0 || k >= F->n || F->nd[k].s != s)
+    return -1;
+  return (int)k;
+}
+
+static int def_of(const fuser *F, const raf_value *v) {
+  return v ? index_of(F, v->def) : -1;
+}
+
+static int find(node *nd, int k) {
+  while (nd[k].parent != k) {
+    nd[k].parent = nd[nd[k].parent].parent;
+    k = nd[k].parent;
+  }
+  return k;
+}
+
+static unsigned new_stamp(fuser *F) {
+  if (++F->stamp == 0) { /* wrapped: clear the old stamps */
+    for (int k = 0; k < F->n; k++)
+      F->nd[k].seen = 0;
+    F->stamp = 1;
+  }
+  return F->stamp;
+}
+
+static bool fusable(const node *x) { return x->cls >= C_ELEM; }
+
+static bool has_ref_attr(const raf_stmt *s) {
+  for (int i = 0; i < s->attrs.n; i++)
+    if (s->attrs.v[i].kind == RAF_ATTR_VALUE ||
+        s->attrs.v[i].kind == RAF_ATTR_FUNC)
+      return true;
+  return false;
+}
+
+/* A constant cheap enough to copy into every group that uses it. */
+static bool copyable_const(const raf_stmt *s) {
+  return s->cdata && s->nresults == 1 &&
+         (s->cdata->splat || s->results[0]->type->numel <= 1);
+}
+
+static int classify(const raf_stmt *s) {
+  if (s->op == RAF_OP_CONSTANT)
+    return copyable_const(s) ? C_CONST : C_NONE;
+  if (s->nresults != 1 || has_ref_attr(s))
+    return C_NONE;
+  switch (raf_op_table[s->op].fusion) {
+  case RAF_FUSE_ELEMWISE:
+  case RAF_FUSE_BROADCAST: return C_ELEM;
+  case RAF_FUSE_INJECTIVE:
+    if (s->op == RAF_OP_RESHAPE)
+      return C_RESHAPE;
+    if (s->op == RAF_OP_TRANSPOSE || s->op == RAF_OP_SLICE)
+      return C_IMAP;
+    return C_NONE;
+  case RAF_FUSE_REDUCE: return C_RED;
+  case RAF_FUSE_OUT_FUSABLE:
+  case RAF_FUSE_OPAQUE: break;
+  }
+  return C_NONE;
+}
+
+/* ---- Acyclicity ----------------------------------------------------------- */
+
+/* Pushes the group of statement k for a walk from S looking for L, unless
+ * it is S, seen, or outside [lo, hi]; returns true when it is L. */
+static bool walk_visit(fuser *F, int k, int S, int L, int lo, int hi,
+                       unsigned st, int *sp) {
+  if (k < lo || k > hi)
+    return false;
+  int r = find(F->nd, k);
+  if (r == L)
+    return true;
+  if (r == S || F->nd[r].seen == st)
+    return false;
+  F->nd[r].seen = st;
+  F->stack[(*sp)++] = r;
+  return false;
+}
+
+/* Whether a path leads from group S to group L, or from L to S, through
+ * some statement in neither (in the graph with every group contracted).
+ * See the header: walks from S's boundary, within the groups' window. */
+static bool would_cycle(fuser *F, int S, int L) {
+  node *nd = F->nd;
+  int lo = nd[L].lo, hi = nd[L].hi;
+  long budget = WALK_BUDGET;
+  for (int dir = 0; dir < 2; dir++) { /* 0: backward to L, 1: forward */
+    unsigned st = new_stamp(F);
+    int sp = 0;
+    /* The first step leaves S; a direct edge between S and L is fine. */
+    for (int x = nd[S].head; x >= 0; x = nd[x].next) {
+      const raf_stmt *s = nd[x].s;
+      if (dir == 0) {
+        for (int i = 0; i < s->noperands; i++) {
+          int d = def_of(F, s->operands[i].value);
+          if (d >= 0 && find(nd, d) != L)
+            walk_visit(F, d, S, L, lo, F->n, st, &sp);
+        }
+      } else {
+        for (int r = 0; r < s->nresults; r++)
+          for (raf_use *u = s->results[r]->uses; u; u = u->next) {
+            int k = index_of(F, u->user);
+            if (k >= 0 && find(nd, k) != L)
+              walk_visit(F, k, S, L, 0, hi, st, &sp);
+          }
+      }
+    }
+    while (sp) {
+      int g = F->stack[--sp];
+      for (int t = nd[g].head; t >= 0; t = nd[t].next) {
+        if (--budget < 0)
+          return true;
+        const raf_stmt *s = nd[t].s;
+        if (dir == 0) {
+          for (int i = 0; i < s->noperands; i++) {
+            int d = def_of(F, s->operands[i].value);
+            if (d >= 0 && walk_visit(F, d, S, L, lo, F->n, st, &sp))
+              return true;
+          }
+        } else {
+          for (int r = 0; r < s->nresults; r++)
+            for (raf_use *u = s->results[r]->uses; u; u = u->next) {
+              int k = index_of(F, u->user);
+              if (k >= 0 && walk_visit(F, k, S, L, 0, hi, st, &sp))
+                return true;
+            }
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/* ---- Merging -------------------------------------------------------------- */
+
+/* A transpose or slice may not read a value of its own group. */
+static bool imap_ok(fuser *F, int S, int L) {
+  node *nd = F->nd;
+  for (int x = nd[S].head; x >= 0; x = nd[x].next) {
+    const raf_stmt *s = nd[x].s;
+    if (nd[x].cls == C_IMAP) {
+      int d = def_of(F, s->operands[0].value);
+      if (d >= 0 && find(nd, d) == L)
+        return false;
+    }
+    for (int r = 0; r < s->nresults; r++)
+      for (raf_use *u = s->results[r]->uses; u; u = u->next) {
+        int k = index_of(F, u->user);
+        if (k >= 0 && nd[k].cls == C_IMAP && find(nd, k) == L)
+          return false;
+      }
+  }
+  return true;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static bool phase_is(const node *nd, int k, int g, int x, int want) {
+  int r = find((node *)nd, k);
+  int p = nd[k].phase;
+  if (r == g)
+    return p == want || p == P_ANCHOR;
+  return r == x && p == want;
+}
+
+/* Gives the members of loop group X their phases relative to the anchor of
+ * group G and checks the element counts (see the header). The merged group
+ * is known to be acyclic, so every path between two of its members stays
+ * inside it, and direct edges decide. On failure X is left as it was. */
+static bool place_phases(fuser *F, int X, int G) {
+  node *nd = F->nd;
+  int cnt = 0;
+  for (int x = nd[X].head; x >= 0; x = nd[x].next)
+    F->tmp[cnt++] = x;
+  qsort(F->tmp, (size_t)cnt, sizeof *F->tmp, cmp_int);
+  int64_t I = nd[G].dom_in, O = nd[G].dom_out;
+  int anchor = nd[G].anchor;
+  bool ok = true;
+  for (int j = 0; j < cnt; j++) { /* POST: fed by the anchor */
+    int a = F->tmp[j];
+    const raf_stmt *s = nd[a].s;
+    bool post = false;
+    for (int i = 0; i < s->noperands && !post; i++) {
+      int d = def_of(F, s->operands[i].value);
+      post = d >= 0 && phase_is(nd, d, G, X, P_POST);
+    }
+    nd[a].phase = post ? P_POST : P_NONE;
+  }
+  for (int j = cnt - 1; j >= 0; j--) { /* PRE: feeds the anchor */
+    int a = F->tmp[j];
+    const raf_stmt *s = nd[a].s;
+    bool pre = false;
+    for (raf_use *u = s->results[0]->uses; u && !pre; u = u->next) {
+      int k = index_of(F, u->user);
+      pre = k >= 0 && phase_is(nd, k, G, X, P_PRE);
+    }
+    if (pre && nd[a].phase == P_POST)
+      ok = false; /* a cycle through the anchor; cannot happen */
+    nd[a].phase = pre ? P_PRE : nd[a].phase == P_POST ? P_POST : P_SIDE;
+  }
+  for (int j = 0; j < cnt && ok; j++) {
+    int a = F->tmp[j];
+    int64_t e = nd[a].numel;
+    int p = nd[a].phase;
+    if (I == O)
+      ok = e == I;
+    else if (p == P_PRE)
+      ok = e == I;
+    else if (p == P_POST)
+      ok = e == O;
+    else
+      ok = e == I || e == O;
+    if (!ok || I == O)
+      continue;
+    /* No member of O elements feeds one of I. */
+    const raf_stmt *s = nd[a].s;
+    if (e == I)
+      for (int i = 0; i < s->noperands && ok; i++) {
+        int d = def_of(F, s->operands[i].value);
+        int r = d >= 0 ? find(nd, d) : -1;
+        ok = !((r == G || r == X) && d != anchor && nd[d].numel == O);
+      }
+    if (e == O)
+      for (raf_use *u = s->results[0]->uses; u && ok; u = u->next) {
+        int k = index_of(F, u->user);
+        ok = !(k >= 0 && k != anchor && find(nd, k) == G &&
+               nd[k].numel == I);
+      }
+  }
+  if (!ok)
+    for (int j = 0; j < cnt; j++)
+      nd[F->tmp[j]].phase = P_NONE;
+  return ok;
+}
+
+/* Links groups a and b (roots), the bigger one staying the root. */
+static int join(fuser *F, int a, int b) {
+  node *nd = F->nd;
+  int r = nd[a].size >= nd[b].size ? a : b, o = r == a ? b : a;
+  nd[o].parent = r;
+  nd[nd[r].tail].next = nd[o].head;
+  nd[r].tail = nd[o].tail;
+  nd[r].size += nd[o].size;
+  if (nd[o].lo < nd[r].lo)
+    nd[r].lo = nd[o].lo;
+  if (nd[o].hi > nd[r].hi)
+    nd[r].hi = nd[o].hi;
+  if (nd[o].anchor >= 0) {
+    nd[r].anchor = nd[o].anchor;
+    nd[r].dom_in = nd[o].dom_in;
+    nd[r].dom_out = nd[o].dom_out;
+  }
+  nd[r].sealed = nd[r].sealed || nd[o].sealed;
+  return r;
+}
+
+/* Merges groups a and b (roots) when the rules allow it. */
+static bool try_merge(fuser *F, int a, int b) {
+  node *nd = F->nd;
+  if (nd[a].sealed || nd[b].sealed ||
+      nd[a].size + nd[b].size > F->max_size)
+    return false;
+  int G = -1, X = -1; /* the group with the anchor, the loop group */
+  if (nd[a].anchor >= 0 && nd[b].anchor >= 0)
+    return false;
+  if (nd[a].anchor < 0 && nd[b].anchor < 0) {
+    if (nd[a].dom_in != nd[b].dom_in)
+      return false;
+  } else {
+    G = nd[a].anchor >= 0 ? a : b;
+    X = G == a ? b : a;
+    if (nd[X].dom_in != nd[G].dom_in && nd[X].dom_in != nd[G].dom_out)
+      return false;
+  }
+  int S = nd[a].size <= nd[b].size ? a : b, L = S == a ? b : a;
+  if (!imap_ok(F, S, L) || would_cycle(F, S, L))
+    return false;
+  if (G >= 0 && !place_phases(F, X, G))
+    return false;
+  join(F, a, b);
+  return true;
+}
+
+/* ---- Patterns ------------------------------------------------------------- */
+
+static bool in_list(const int *v, int n, int k) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == k)
+      return true;
+  return false;
+}
+
+/* Whether the statements idx[0..c) can be one group: no path leaves them
+ * and comes back (groups already made count as one node). */
+static bool set_convex(fuser *F, const int *idx, int c) {
+  node *nd = F->nd;
+  int hi = 0;
+  for (int j = 0; j < c; j++)
+    if (idx[j] > hi)
+      hi = idx[j];
+  unsigned st = new_stamp(F);
+  int sp = 0;
+  long budget = WALK_BUDGET;
+  for (int j = 0; j < c; j++)
+    nd[find(nd, idx[j])].seen = st; /* never walk into a member's group */
+  for (int j = 0; j < c; j++) {
+    const raf_stmt *s = nd[idx[j]].s;
+    for (raf_use *u = s->results[0]->uses; u; u = u->next) {
+      int k = index_of(F, u->user);
+      if (k < 0 || k > hi || in_list(idx, c, k))
+        continue;
+      int r = find(nd, k);
+      if (nd[r].seen != st) {
+        nd[r].seen = st;
+        F->stack[sp++] = r;
+      }
+    }
+  }
+  while (sp) {
+    int g = F->stack[--sp];
+    for (int t = nd[g].head; t >= 0; t = nd[t].next) {
+      if (--budget < 0)
+        return false;
+      const raf_stmt *s = nd[t].s;
+      for (int r = 0; r < s->nresults; r++)
+        for (raf_use *u = s->results[r]->uses; u; u = u->next) {
+          int k = index_of(F, u->user);
+          if (k < 0 || k > hi)
+            continue;
+          if (in_list(idx, c, k))
+            return false;
+          int q = find(nd, k);
+          if (nd[q].seen != st) {
+            nd[q].seen = st;
+            F->stack[sp++] = q;
+          }
+        }
+    }
+  }
+  return true;
+}
+
+static void run_patterns(fuser *F) {
+  node *nd = F->nd;
+  raf_stmt *buf[MAX_PATTERN_SIZE];
+  int idx[MAX_PATTERN_SIZE];
+  for (int p = 0; p < F->npats; p++)
+    for (int k = 0; k < F->n; k++) {
+      raf_stmt *s = nd[k].s;
+      if (nd[k].claimed || s->op == RAF_OP_CONSTANT ||
+          s->op == RAF_OP_CALL || s->op == RAF_OP_RETURN)
+        continue;
+      int c = F->pats[p]->match(s, buf, MAX_PATTERN_SIZE);
+      bool ok = c >= 2 && c <= MAX_PATTERN_SIZE;
+      for (int j = 0; ok && j < c; j++) {
+        idx[j] = index_of(F, buf[j]);
+        const raf_stmt *t = buf[j];
+        ok = idx[j] >= 0 && !nd[idx[j]].claimed && !in_list(idx, j, idx[j]) &&
+             t->op != RAF_OP_CONSTANT && t->op != RAF_OP_CALL &&
+             t->op != RAF_OP_RETURN && t->nresults == 1 && !has_ref_attr(t);
+      }
+      if (!ok || !set_convex(F, idx, c))
+        continue;
+      int r = idx[0];
+      for (int j = 1; j < c; j++)
+        r = join(F, r, idx[j]);
+      for (int j = 0; j < c; j++)
+        nd[idx[j]].claimed = true;
+      nd[r].sealed = true;
+      nd[r].anchor = -1;
+    }
+}
+
+/* ---- Scheduling ----------------------------------------------------------- */
+
+static int node_of(const fuser *F, const int *gid, int k) {
+  return gid[k] >= 0 ? F->n + gid[k] : k;
+}
+
+/* The next node the node of frame fr reads from, or -1. */
+static int next_pred(fuser *F, const int *gid, const group *G,
+                     const int *mem, frame *fr) {
+  for (;;) {
+    const raf_stmt *s;
+    if (fr->node < F->n) {
+      if (fr->j > 0)
+        return -1;
+      s = F->nd[fr->node].s;
+    } else {
+      const group *g = &G[fr->node - F->n];
+      if (fr->j >= g->nmem)
+        return -1;
+      s = F->nd[mem[g->first + fr->j]].s;
+    }
+    if (fr->i >= s->noperands) {
+      fr->j++;
+      fr->i = 0;
+      continue;
+    }
+    int d = def_of(F, s->operands[fr->i++].value);
+    if (d < 0)
+      continue;
+    int p = node_of(F, gid, d);
+    if (p != fr->node)
+      return p;
+  }
+}
+
+/* Orders the nodes (statements outside groups, and groups) topologically,
+ * each group at its last member unless something needs it earlier; false
+ * on a cycle, which the merge rules exclude. */
+static bool schedule(fuser *F, const int *gid, const group *G, int ng,
+                     const int *mem, int *order, int *norder) {
+  int total = F->n + ng;
+  unsigned char *state = calloc((size_t)total, 1);
+  frame *stack = malloc(sizeof *stack * (size_t)total);
+  bool ok = state && stack;
+  int no = 0;
+  if (!ok)
+    oom(F);
+  for (int k = 0; ok && k < F->n; k++) {
+    int g = gid[k];
+    if (g >= 0 && mem[G[g].first + G[g].nmem - 1] != k)
+      continue;
+    int root = node_of(F, gid, k);
+    if (state[root])
+      continue;
+    int sp = 0;
+    stack[sp++] = (frame){root, 0, 0};
+    state[root] = 1;
+    while (sp && ok) {
+      frame *fr = &stack[sp - 1];
+      int p = next_pred(F, gid, G, mem, fr);
+      if (p < 0) {
+        state[fr->node] = 2;
+        order[no++] = fr->node;
+        sp--;
+      } else if (state[p] == 1) {
+        ok = false;
+      } else if (state[p] == 0) {
+        state[p] = 1;
+        stack[sp++] = (frame){p, 0, 0};
+      }
+    }
+  }
+  free(state);
+  free(stack);
+  *norder = no;
+  return ok;
+}
+
+/* ---- Building the fused functions ----------------------------------------- */
+
+/* The inputs and results of group g; false when it cannot be a call. */
+static bool group_io(fuser *F, const int *gid, group *g, const int *mem,
+                     int id) {
+  g->nin = g->nout = 0;
+  for (int j = 0; j < g->nmem; j++) {
+    const raf_stmt *s = F->nd[mem[g->first + j]].s;
+    for (int i = 0; i < s->noperands; i++) {
+      raf_value *v = s->operands[i].value;
+      int d = def_of(F, v);
+      if (d >= 0 && (gid[d] == id || F->nd[d].cls == C_CONST))
+        continue;
+      int q = 0;
+      while (q < g->nin && g->in[q] != v)
+        q++;
+      if (q < g->nin)
+        continue;
+      if (g->nin == MAX_IO)
+        return false;
+      g->in[g->nin++] = v;
+    }
+    for (int r = 0; r < s->nresults; r++) {
+      bool outside = false;
+      for (raf_use *u = s->results[r]->uses; u && !outside; u = u->next) {
+        int k = index_of(F, u->user);
+        outside = k < 0 || gid[k] != id;
+      }
+      if (!outside)
+        continue;
+      if (g->nout == MAX_IO)
+        return false;
+      g->out[g->nout++] = s->results[r];
+    }
+  }
+  return g->nout > 0 && g->nin > 0;
+}
+
+/* Copies in fn: the value of the group's function for v. Constants are
+ * copied when first met (stamp st marks this group's copies). */
+static raf_value *map_value(fuser *F, raf_func *fn, const group *g,
+                            raf_value *const *args, const int *gid, int id,
+                            raf_stmt **copy, unsigned st, raf_value *v) {
+  int d = def_of(F, v);
+  if (d >= 0 && gid[d] == id)
+    return copy[d] ? copy[d]->results[v->index] : NULL;
+  if (d >= 0 && F->nd[d].cls == C_CONST) {
+    node *c = &F->nd[d];
+    if (c->seen != st) {
+      const raf_stmt *s = c->s;
+      raf_type *t = s->results[0]->type;
+      raf_stmt *k = raf_stmt_create(F->m, RAF_OP_CONSTANT, 0, NULL, 1, &t,
+                                    s->loc);
+      if (!k)
+        return NULL;
+      raf_stmt_set_attrs(F->m, k, s->attrs.v, s->attrs.n);
+      k->cdata = s->cdata; /* constant data is never written */
+      k->results[0]->func = fn;
+      raf_value_set_name(k->results[0], s->results[0]->name);
+      raf_stmt_insert_before(fn, k, NULL);
+      copy[d] = k;
+      c->seen = st;
+      c->copied = true;
+    }
+    return copy[d]->results[0];
+  }
+  for (int q = 0; q < g->nin; q++)
+    if (g->in[q] == v)
+      return args[q];
+  return NULL;
+}
+
+/* Moves function g to just before function before (the module's list has
+ * no builder for it; only the function list's links change). */
+static void move_func_before(raf_module *m, raf_func *g, raf_func *before) {
+  if (g == before || g->next == before)
+    return;
+  if (g->prev)
+    g->prev->next = g->next;
+  else
+    m->first = g->next;
+  if (g->next)
+    g->next->prev = g->prev;
+  else
+    m->last = g->prev;
+  g->next = before;
+  g->prev = before->prev;
+  if (before->prev)
+    before->prev->next = g;
+  else
+    m->first = g;
+  before->prev = g;
+}
+
+/* Makes @fused_N for group g and replaces the members by its call, not
+ * yet linked (the caller relinks the function in schedule order). */
+static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
+                        int id, raf_stmt **copy) {
+  raf_module *m = F->m;
+  raf_func *f = F->f;
+  const raf_stmt *first = F->nd[mem[g->first]].s;
+  char name[32];
+  do
+    snprintf(name, sizeof name, "fused_%d", F->counter++);
+  while (raf_module_find_func(m, name));
+  raf_func *fn = raf_func_create(m, name, first->loc);
+  if (!fn)
+    return false;
+  move_func_before(m, fn, f);
+  raf_value *args[MAX_IO], *ops[MAX_IO];
+  raf_type *types[MAX_IO];
+  for (int q = 0; q < g->nin; q++) {
+    raf_value *v = g->in[q];
+    args[q] = raf_func_add_arg(fn, v->name, v->type, v->loc);
+    if (!args[q])
+      return false;
+  }
+  unsigned st = new_stamp(F);
+  for (int j = 0; j < g->nmem; j++) {
+    int k = mem[g->first + j];
+    const raf_stmt *s = F->nd[k].s;
+    raf_value *small[16], **opv = small;
+    raf_type *tsmall[4], **tv = tsmall;
+    if (s->noperands > 16)
+      opv = malloc(sizeof *opv * (size_t)s->noperands);
+    if (s->nresults > 4)
+      tv = malloc(sizeof *tv * (size_t)s->nresults);
+    bool ok = opv && tv;
+    for (int i = 0; ok && i < s->noperands; i++)
+      ok = (opv[i] = map_value(F, fn, g, args, gid, id, copy, st,
+                               s->operands[i].value)) != NULL;
+    for (int r = 0; ok && r < s->nresults; r++)
+      tv[r] = s->results[r]->type;
+    raf_stmt *c = ok ? raf_stmt_create(m, s->op, s->noperands, opv,
+                                       s->nresults, tv, s->loc)
+                     : NULL;
+    if (opv != small)
+      free(opv);
+    if (tv != tsmall)
+      free(tv);
+    if (!c)
+      return false;
+    raf_stmt_set_attrs(m, c, s->attrs.v, s->attrs.n);
+    for (int r = 0; r < c->nresults; r++) {
+      c->results[r]->func = fn;
+      raf_value_set_name(c->results[r], s->results[r]->name);
+    }
+    raf_stmt_insert_before(fn, c, NULL);
+    copy[k] = c;
+  }
+  for (int q = 0; q < g->nout; q++) {
+    raf_value *v = g->out[q];
+    ops[q] = copy[def_of(F, v)]->results[v->index];
+    types[q] = v->type;
+  }
+  const raf_stmt *last = F->nd[mem[g->first + g->nmem - 1]].s;
+  raf_stmt *ret = raf_stmt_create(m, RAF_OP_RETURN, g->nout, ops, 0, NULL,
+                                  last->loc);
+  raf_attr fused = {.name = "fused", .kind = RAF_ATTR_BOOL, .val.u.b = true,
+                    .loc = first->loc};
+  fn->attrs.v = raf_arena_memdup(&m->arena, &fused, sizeof fused);
+  fn->attrs.n = fn->attrs.v ? 1 : 0;
+  raf_stmt *call = raf_stmt_create(m, RAF_OP_CALL, g->nin, g->in, g->nout,
+                                   types, first->loc);
+  if (!ret || !fn->attrs.v || !call)
+    return false;
+  raf_stmt_insert_before(fn, ret, NULL);
+  raf_func_set_results(fn, g->nout, types);
+  if (g->nout && !fn->results)
+    return false;
+  call->callee = fn;
+  /* The members' results are read through the call from now on; then the
+   * members go, and the call takes their results' names. */
+  for (int q = 0; q < g->nout; q++)
+    raf_value_replace_uses(g->out[q], call->results[q]);
+  for (int j = g->nmem - 1; j >= 0; j--) {
+    /* Backward, so each member's in-group users are gone first. */
+    raf_stmt_erase(F->nd[mem[g->first + j]].s);
+  }
+  for (int q = 0; q < g->nout; q++) {
+    call->results[q]->func = f;
+    if (raf_value_set_name(call->results[q], g->out[q]->name) != RAF_OK)
+      return false;
+  }
+  g->call = call;
+  return true;
+}
+
+/* ---- One function ---------------------------------------------------------- */
+
+static void init_nodes(fuser *F) {
+  int k = 0;
+  for (raf_stmt *s = F->f->first; s; s = s->next, k++) {
+    node *x = &F->nd[k];
+    x->s = s;
+    x->numel = s->nresults ? s->results[0]->type->numel : 0;
+    x->parent = x->head = x->tail = x->lo = x->hi = k;
+    x->next = -1;
+    x->size = 1;
+    x->anchor = -1;
+    x->cls = (unsigned char)classify(s);
+    x->dom_in = x->dom_out = x->numel;
+    if (x->cls == C_RED) {
+      x->anchor = k;
+      x->phase = P_ANCHOR;
+      x->dom_in = 0;
+      for (int i = 0; i < s->noperands; i++)
+        if (s->operands[i].value->type->numel > x->dom_in)
+          x->dom_in = s->operands[i].value->type->numel;
+    }
+  }
+}
+
+/* The walk of the header: each fusable statement tries the groups of its
+ * operands' definitions, in operand order. */
+static void grow_groups(fuser *F) {
+  node *nd = F->nd;
+  for (int k = 0; k < F->n; k++) {
+    if (!fusable(&nd[k]) || nd[k].claimed)
+      continue;
+    const raf_stmt *s = nd[k].s;
+    for (int i = 0; i < s->noperands; i++) {
+      int d = def_of(F, s->operands[i].value);
+      if (d < 0 || !fusable(&nd[d]) || nd[d].claimed)
+        continue;
+      int a = find(nd, k), b = find(nd, d);
+      if (a != b)
+        try_merge(F, a, b);
+    }
+  }
+}
+
+/* Numbers the groups worth a function by first member (gid, -1 for
+ * none) and lists their members in order; returns how many. */
+static int number_groups(fuser *F, int *gid, int *mem, group **out) {
+  node *nd = F->nd;
+  int n = F->n, ng = 0;
+  int *weight = F->tmp, *id_of = F->stack;
+  /* A reshape at the end of a group would only be a second copy of a
+   * result: it stays out (and then the one before it may be last). Taking
+   * a member with no user in its group out keeps the group acyclic. */
+  for (int k = n - 1; k >= 0; k--) {
+    if (nd[k].cls != C_RESHAPE || nd[k].claimed)
+      continue;
+    int r = find(nd, k);
+    bool inner = false;
+    for (raf_use *u = nd[k].s->results[0]->uses; u && !inner; u = u->next) {
+      int q = index_of(F, u->user);
+      inner = q >= 0 && !nd[q].pruned && find(nd, q) == r;
+    }
+    nd[k].pruned = !inner;
+  }
+  for (int k = 0; k < n; k++)
+    weight[k] = 0, id_of[k] = -1;
+  for (int k = 0; k < n; k++)
+    if ((fusable(&nd[k]) || nd[k].claimed) && !nd[k].pruned)
+      weight[find(nd, k)] += nd[k].cls != C_RESHAPE || nd[k].claimed;
+  for (int k = 0; k < n; k++) {
+    gid[k] = -1;
+    if ((!fusable(&nd[k]) && !nd[k].claimed) || nd[k].pruned)
+      continue;
+    int r = find(nd, k);
+    if (weight[r] < 2)
+      continue;
+    if (id_of[r] < 0)
+      id_of[r] = ng++;
+    gid[k] = id_of[r];
+  }
+  group *G = ng ? calloc((size_t)ng, sizeof *G) : NULL;
+  if (ng && !G) {
+    oom(F);
+    return 0;
+  }
+  for (int k = 0; k < n; k++)
+    if (gid[k] >= 0)
+      G[gid[k]].nmem++;
+  for (int g = 0, at = 0; g < ng; g++) {
+    G[g].first = at;
+    at += G[g].nmem;
+    G[g].nmem = 0;
+  }
+  for (int k = 0; k < n; k++)
+    if (gid[k] >= 0) {
+      group *g = &G[gid[k]];
+      mem[g->first + g->nmem++] = k;
+    }
+  *out = G;
+  return ng;
+}
+
+static void fuse_func(fuser *F, raf_func *f) {
+  int n = 0;
+  for (raf_stmt *s = f->first; s; s = s->next)
+    n++;
+  if (n < 3) /* two statements and the return, at least */
+    return;
+  raf_func_number(f);
+  F->f = f;
+  F->n = n;
+  F->base = f->first->order;
+  F->stamp = 0;
+  F->nd = calloc((size_t)n, sizeof *F->nd);
+  F->stack = malloc(sizeof *F->stack * (size_t)n);
+  F->tmp = malloc(sizeof *F->tmp * (size_t)n);
+  int *gid = malloc(sizeof *gid * (size_t)n);
+  int *mem = malloc(sizeof *mem * (size_t)n);
+  int *order = malloc(sizeof *order * 2 * (size_t)n);
+  raf_stmt **copy = calloc((size_t)n, sizeof *copy);
+  group *G = NULL;
+  int ng = 0, norder = 0, built = 0;
+  if (!F->nd || !F->stack || !F->tmp || !gid || !mem || !order || !copy) {
+    oom(F);
+    goto done;
+  }
+  init_nodes(F);
+  run_patterns(F);
+  grow_groups(F);
+  ng = number_groups(F, gid, mem, &G);
+  for (int g = 0; g < ng; g++)
+    if (!group_io(F, gid, &G[g], mem, g)) { /* left as it is */
+      for (int j = 0; j < G[g].nmem; j++)
+        gid[mem[G[g].first + j]] = -1;
+      G[g].nmem = 0;
+    } else {
+      built++;
+    }
+  if (F->failed || !built)
+    goto done;
+  if (!schedule(F, gid, G, ng, mem, order, &norder)) {
+    if (!F->failed)
+      raf_diag_report(F->ctx, f->loc, RAF_SEV_ERROR,
+                      "fuse: internal error: the groups of @%s form a cycle",
+                      f->name);
+    F->failed = true;
+    goto done;
+  }
+  for (int g = 0; g < ng; g++) {
+    if (!G[g].nmem)
+      continue;
+    /* Groups built earlier changed some inputs into their calls' results. */
+    if (!group_io(F, gid, &G[g], mem, g) ||
+        !build_group(F, gid, &G[g], mem, g, copy)) {
+      oom(F);
+      goto done;
+    }
+  }
+  /* Relink in schedule order: every statement stays, each group's call
+   * stands where its group was scheduled. */
+  f->first = f->last = NULL;
+  for (int i = 0; i < norder; i++) {
+    int x = order[i];
+    raf_stmt *s = x < n ? F->nd[x].s : G[x - n].call;
+    raf_stmt_insert_before(f, s, NULL);
+  }
+  for (int k = 0; k < n; k++)
+    if (F->nd[k].copied && !raf_value_has_uses(F->nd[k].s->results[0]))
+      raf_stmt_erase(F->nd[k].s);
+done:
+  free(F->nd);
+  free(F->stack);
+  free(F->tmp);
+  F->nd = NULL;
+  F->stack = F->tmp = NULL;
+  free(gid);
+  free(mem);
+  free(order);
+  free(copy);
+  free(G);
+}
+
+/* ---- The pass --------------------------------------------------------------- */
+
+/* Reads patterns=a,b into F->pats, highest priority first. */
+static bool read_patterns(fuser *F, const char *list) {
+  int count;
+  const raf_fuse_pattern *all = raf_fuse_patterns(&count);
+  F->npats = 0;
+  if (!list || !*list)
+    return true;
+  F->pats = calloc((size_t)count + 1, sizeof *F->pats);
+  if (!F->pats) {
+    oom(F);
+    return false;
+  }
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, ",");
+    int p = 0;
+    while (p < count && !(strlen(all[p].name) == len &&
+                          strncmp(all[p].name, s, len) == 0))
+      p++;
+    if (p == count) {
+      char known[512] = "";
+      for (int i = 0; i < count; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                 i ? ", " : "", all[i].name);
+      raf_diag_report(F->ctx, (raf_loc){NULL, 0, 0}, RAF_SEV_ERROR,
+                      "fuse: unknown pattern '%.*s' (known: %s)", (int)len, s,
+                      known);
+      return false;
+    }
+    bool dup = false; /* each pattern once */
+    for (int i = 0; i < F->npats; i++)
+      dup = dup || F->pats[i] == &all[p];
+    if (!dup) { /* insertion by priority, stable */
+      int i = F->npats++;
+      for (; i > 0 && F->pats[i - 1]->priority < all[p].priority; i--)
+        F->pats[i] = F->pats[i - 1];
+      F->pats[i] = &all[p];
+    }
+    s += len;
+    if (*s == ',')
+      s++;
+  }
+  return true;
+}
+
+static bool is_fused(const raf_func *f) {
+  const raf_attr *a = raf_attrs_find(&f->attrs, "fused");
+  return a && a->kind == RAF_ATTR_BOOL && a->val.u.b;
+}
+
+raf_status raf_pass_fuse(raf_module *m, const raf_pass_args *args) {
+  fuser F = {0};
+  F.ctx = args->ctx;
+  F.m = m;
+  F.max_size = raf_pass_opt_int(args, "max-group-size");
+  if (F.max_size < 2) {
+    raf_diag_report(args->ctx, (raf_loc){NULL, 0, 0}, RAF_SEV_ERROR,
+                    "fuse: max-group-size must be at least 2, got %lld",
+                    (long long)F.max_size);
+    return RAF_ERROR;
+  }
+  if (!read_patterns(&F, raf_pass_opt_str(args, "patterns"))) {
+    free(F.pats);
+    return RAF_ERROR;
+  }
+  /* Collect first: the pass adds functions while it walks. */
+  int nf = 0;
+  for (raf_func *f = m->first; f; f = f->next)
+    nf++;
+  raf_func **funcs = malloc(sizeof *funcs * ((size_t)nf + 1));
+  if (!funcs) {
+    oom(&F);
+  } else {
+    nf = 0;
+    for (raf_func *f = m->first; f; f = f->next)
+      if (!is_fused(f))
+        funcs[nf++] = f;
+    for (int i = 0; i < nf && !F.failed; i++)
+      fuse_func(&F, funcs[i]);
+  }
+  free(funcs);
+  free(F.pats);
+  return F.failed ? RAF_ERROR : RAF_OK;
+}
