@@ -5,6 +5,7 @@
  *           [--output=@out.npy] [--expected-output=@ref.npy]
  *           [--steps=N --dataset=x=@train.npy --log=run.jsonl]
  *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
+ *           [--gradcheck [--grad-tol=X]]   (gradcheck.c)
  *
  * The module is parsed, verified and dispatched (every statement gets the
  * dialect chosen by --dialects), the arguments are made (given, loaded,
@@ -14,6 +15,7 @@
  * non-zero exit, never a crash. See docs/raf-run.md.
  */
 #include "raf-run/checkpoint.h"
+#include "raf-run/gradcheck.h"
 #include "raf-run/values.h"
 #include "runtime/init.h"
 
@@ -40,6 +42,8 @@ typedef struct options {
   long steps;
   const char *log, *save, *load, *dialects;
   bool check_numerics, print_memory;
+  bool gradcheck;
+  rr_gradcheck_options grad;
   uint64_t seed;
   int threads;
 } options;
@@ -68,6 +72,13 @@ static void usage(FILE *out) {
           "CPU)\n"
           "  --check-numerics           stop at the first NaN or Inf\n"
           "  --print-memory             report the peak tensor memory\n"
+          "  --gradcheck                check autodiff's gradients of the "
+          "function\n"
+          "                             against finite differences (f64)\n"
+          "  --grad-tol=X --grad-eps=X --grad-samples=N\n"
+          "                             its tolerance (1e-4), step (1e-5) and "
+          "elements\n"
+          "                             checked per param (64)\n"
           "  --help, --version\n");
 }
 
@@ -106,6 +117,7 @@ static bool parse_number_flag(const char *flag, const char *v, double lo,
 static int parse_args(int argc, char **argv, options *o) {
   o->tol = (rr_tolerance){-1, -1};
   o->steps = 1;
+  o->grad = (rr_gradcheck_options){1e-4, 1e-5, 64, NULL, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double d;
@@ -181,6 +193,18 @@ static int parse_args(int argc, char **argv, options *o) {
       o->check_numerics = true;
     } else if (strcmp(a, "--print-memory") == 0) {
       o->print_memory = true;
+    } else if (strcmp(a, "--gradcheck") == 0) {
+      o->gradcheck = true;
+    } else if ((v = flag_value(a, "--grad-tol"))) {
+      if (!parse_number_flag("--grad-tol", v, 0, &o->grad.tol))
+        return 1;
+    } else if ((v = flag_value(a, "--grad-eps"))) {
+      if (!parse_number_flag("--grad-eps", v, 1e-300, &o->grad.eps))
+        return 1;
+    } else if ((v = flag_value(a, "--grad-samples"))) {
+      if (!parse_number_flag("--grad-samples", v, 1, &d) || d != (long)d)
+        return 1;
+      o->grad.samples = (long)d;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
       return 1;
@@ -196,6 +220,14 @@ static int parse_args(int argc, char **argv, options *o) {
     usage(stderr);
     return 1;
   }
+  if (o->gradcheck && (o->steps > 1 || o->noutputs || o->nexpected ||
+                       o->save || o->log)) {
+    fprintf(stderr, "raf-run: --gradcheck runs no steps: it takes none of "
+            "--steps, --output, --expected-output, --save, --log\n");
+    return 1;
+  }
+  o->grad.dialects = o->dialects;
+  o->grad.threads = o->threads;
   return -1;
 }
 
@@ -543,10 +575,16 @@ int main(int argc, char **argv) {
     results = calloc((size_t)f->nresults + 1, sizeof *results);
     rc = args && results ? make_args(ctx, ex, f, &o, args, ds) : RAF_ERROR;
   }
-  if (rc == RAF_OK)
-    rc = run(ctx, ex, f, &o, args, ds, results);
-  if (rc == RAF_OK)
-    rc = report_results(ctx, f, &o, ex, results, &failed);
+  if (rc == RAF_OK && o.gradcheck) {
+    for (int k = 0; k < o.ndatasets; k++)
+      feed(&ds[k], 0, args[ds[k].arg]);
+    rc = rr_gradcheck(ctx, m, f, args, &o.grad, stdout, &failed);
+  } else {
+    if (rc == RAF_OK)
+      rc = run(ctx, ex, f, &o, args, ds, results);
+    if (rc == RAF_OK)
+      rc = report_results(ctx, f, &o, ex, results, &failed);
+  }
   if (rc == RAF_OK && o.save)
     rc = rr_checkpoint_save(ctx, o.save, f, args);
   if (rc == RAF_OK && o.print_memory)
