@@ -271,7 +271,6 @@ static void inline_calls(autodiff *A) {
         if (res[i])
           raf_value_replace_uses(s->results[i], res[i]);
       if (!A->failed) {
-        raf_stmt *first = prev ? prev->next : A->g->first;
         /* The values returned take the names of the call's results, so
          * that @f's names mean the same values in @f_grad (a value the
          * callee passes through from its arguments keeps its own). */
@@ -285,6 +284,8 @@ static void inline_calls(autodiff *A) {
           names[i] = s->results[i]->name;
         raf_stmt *after = s->next;
         raf_stmt_erase(s);
+        /* The copies lie between prev and after (none: an identity). */
+        raf_stmt *first = prev ? prev->next : A->g->first;
         for (int i = 0; i < s->nresults && !A->failed; i++) {
           bool copied = false;
           for (raf_stmt *c = first; c != after && !copied; c = c->next)
