@@ -19,9 +19,9 @@
  *     %l = sum(%y)
  *     %l.grad = constant 1.0 : f32[]        // the seed
  *     %y.grad = broadcast_to(%l.grad) {shape = [8, 2]}
- *     %0 = constant 0.0 : f32[]
- *     %1 = le(%y, %0)                       // relu's gradient reads y
- *     %h.grad = where(%1, %0, %y.grad)
+ *     %2 = constant 0.0 : f32[]
+ *     %3 = le(%y, %2)                       // relu's gradient reads y
+ *     %h.grad = where(%3, %2, %y.grad)
  *     %w.grad = matmul(%x, %h.grad) {transpose_a}
  *     return %l, %w.grad
  *   }
