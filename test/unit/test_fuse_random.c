@@ -1,0 +1,370 @@
+/* test_fuse_random.c: the property that fusion never changes what a
+ * program computes. Random straight-line programs over a few broadcastable
+ * shapes (elementwise and broadcast ops, compares and where, reductions
+ * over some or all axes with and without keepdims, softmax, log_softmax,
+ * layer_norm, cross_entropy, reshape, transpose, slice, scalar constants,
+ * and matmul as an op that stays outside groups and so makes cycles
+ * possible) run through the executor as written and after the fuse pass
+ * (with a random max-group-size); every result must be bit-identical, the
+ * fused module must verify, and the fused functions must be called (the
+ * test counts them, so that it fails if fusion stops happening). Fixed
+ * seed: failures reproduce, and the failing program is printed. */
+#include "ir/ir.h"
+#include "runtime/exec.h"
+
+#include <string.h>
+
+static int failures;
+#include "test/unit/check.h"
+#include "test/unit/program.h"
+
+#define MAXV 96
+
+enum { K_F32, K_BOOL, K_I64 };
+
+typedef struct val {
+  int rank;
+  int64_t d[2];
+  int kind; /* K_*: compares make bools, argmax labels */
+} val;
+
+typedef struct gen {
+  char *buf;
+  size_t len, cap;
+  val v[MAXV];
+  int n;
+  int64_t R, C;
+} gen;
+
+static void emit(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(gen *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
+  va_end(ap);
+  if (k > 0 && g->len + (size_t)k < g->cap)
+    g->len += (size_t)k;
+}
+
+/* NumPy broadcasting of a and b into out; false when they do not. */
+static bool bcast(const val *a, const val *b, val *out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  out->rank = r;
+  out->kind = K_F32;
+  for (int i = 0; i < r; i++) {
+    int ia = a->rank - r + i, ib = b->rank - r + i;
+    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
+    if (x != y && x != 1 && y != 1)
+      return false;
+    out->d[i] = x > y ? x : y;
+  }
+  return true;
+}
+
+static int pick(gen *g, bool want_float) {
+  for (int t = 0; t < 50; t++) {
+    int k = (int)rand_int(0, g->n - 1);
+    if (!want_float || g->v[k].kind == K_F32)
+      return k;
+  }
+  return 0; /* %v0 is a float argument */
+}
+
+static int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
+  val *x = &g->v[g->n];
+  x->rank = rank;
+  x->d[0] = d0;
+  x->d[1] = d1;
+  x->kind = K_F32;
+  return g->n++;
+}
+
+static bool is_rc(const gen *g, int k) {
+  return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
+         g->v[k].kind == K_F32;
+}
+
+/* One random statement (or a few), appended to the program. */
+static void statement(gen *g) {
+  static const char *unary[] = {"neg", "abs", "tanh", "sigmoid", "relu",
+                                "exp", "erf", "cos"};
+  static const char *binary[] = {"add", "sub", "mul", "maximum", "minimum"};
+  static const char *reduce[] = {"sum", "max", "mean", "min"};
+  int a = pick(g, true);
+  const val *va = &g->v[a];
+  int kind = (int)rand_int(0, 14);
+  int r;
+  switch (kind) {
+  case 0: case 1: case 2: { /* unary */
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    emit(g, "  %%v%d = %s(%%v%d)\n", r, unary[rand_int(0, 7)], a);
+    return;
+  }
+  case 3: case 4: case 5: case 6: { /* binary, broadcasting */
+    int b = pick(g, true);
+    val out;
+    for (int t = 0; t < 20 && !bcast(va, &g->v[b], &out); t++)
+      b = pick(g, true);
+    if (!bcast(va, &g->v[b], &out))
+      b = a, out = *va;
+    r = new_val(g, out.rank, out.d[0], out.d[1]);
+    emit(g, "  %%v%d = %s(%%v%d, %%v%d)\n", r, binary[rand_int(0, 4)], a, b);
+    return;
+  }
+  case 7: { /* a scalar constant */
+    int c = new_val(g, 0, 0, 0);
+    emit(g, "  %%v%d = constant %g : f32[]\n", c, (double)rand_int(1, 9) / 4);
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, a, c);
+    return;
+  }
+  case 8: { /* compare and where */
+    int b = pick(g, true);
+    val out;
+    if (!bcast(va, &g->v[b], &out))
+      b = a, out = *va;
+    int p = new_val(g, out.rank, out.d[0], out.d[1]);
+    g->v[p].kind = K_BOOL;
+    emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
+    r = new_val(g, out.rank, out.d[0], out.d[1]);
+    emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
+    return;
+  }
+  case 9: { /* a reduction */
+    if (va->rank == 0)
+      return;
+    bool keep = rand_int(0, 1);
+    int which = (int)rand_int(0, va->rank); /* va->rank: all axes */
+    const char *op = reduce[rand_int(0, 3)];
+    if (which == va->rank) {
+      r = keep ? new_val(g, va->rank, 1, 1) : new_val(g, 0, 0, 0);
+      emit(g, "  %%v%d = %s(%%v%d)%s\n", r, op, a, keep ? " {keepdims}" : "");
+    } else {
+      int64_t d[2] = {va->d[0], va->d[1]};
+      if (keep) {
+        d[which] = 1;
+        r = new_val(g, va->rank, d[0], d[1]);
+      } else if (va->rank == 2) {
+        r = new_val(g, 1, d[1 - which], 0);
+      } else {
+        r = new_val(g, 0, 0, 0);
+      }
+      emit(g, "  %%v%d = %s(%%v%d) {axes = [%d]%s}\n", r, op, a, which,
+           keep ? ", keepdims" : "");
+    }
+    return;
+  }
+  case 10: { /* row ops */
+    if (va->rank == 0)
+      return;
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    if (is_rc(g, a) && rand_int(0, 1))
+      emit(g, "  %%v%d = layer_norm(%%v%d, %%g, %%bt)\n", r, a);
+    else
+      emit(g, "  %%v%d = %s(%%v%d)\n", r,
+           rand_int(0, 1) ? "softmax" : "log_softmax", a);
+    return;
+  }
+  case 11: { /* cross_entropy with labels made in the program */
+    if (!is_rc(g, a))
+      return;
+    int lab = new_val(g, 1, g->R, 0);
+    g->v[lab].kind = K_I64;
+    emit(g, "  %%v%d = argmax(%%v%d) {axis = 1}\n", lab, a);
+    int b = pick(g, true);
+    if (!is_rc(g, b))
+      b = a;
+    r = new_val(g, 1, g->R, 0);
+    emit(g, "  %%v%d = cross_entropy(%%v%d, %%v%d) {reduction = \"none\"}\n",
+         r, b, lab);
+    return;
+  }
+  case 12: { /* reshape, transpose, slice of [R,C] */
+    if (!is_rc(g, a))
+      return;
+    int how = (int)rand_int(0, 2);
+    if (how == 0) {
+      r = new_val(g, 1, g->R * g->C, 0);
+      emit(g, "  %%v%d = reshape(%%v%d) {shape = [%lld]}\n", r, a,
+           (long long)(g->R * g->C));
+      int back = new_val(g, 2, g->R, g->C);
+      emit(g, "  %%v%d = reshape(%%v%d) {shape = [%lld, %lld]}\n", back, r,
+           (long long)g->R, (long long)g->C);
+    } else if (how == 1) {
+      r = new_val(g, 2, g->C, g->R);
+      emit(g, "  %%v%d = transpose(%%v%d)\n", r, a);
+    } else if (g->C > 1) {
+      r = new_val(g, 2, g->R, g->C - 1);
+      emit(g, "  %%v%d = slice(%%v%d) {begin = [0, 1], end = [%lld, %lld]}\n",
+           r, a, (long long)g->R, (long long)g->C);
+    }
+    return;
+  }
+  default: { /* matmul: stays out of every group */
+    if (!is_rc(g, a))
+      return;
+    r = new_val(g, 2, g->R, g->C);
+    emit(g, "  %%v%d = matmul(%%v%d, %%w)\n", r, a);
+    return;
+  }
+  }
+}
+
+static void type_of(const val *x, char *buf, size_t size) {
+  raf_dtype dt = x->kind == K_BOOL ? RAF_BOOL : x->kind == K_I64 ? RAF_I64
+                                                                 : RAF_F32;
+  type_text(buf, size, dt, x->rank, x->d);
+}
+
+/* A random program, as text in g->buf: the statements are generated
+ * first, then the signature (which names the results) goes before them. */
+static void program_text(gen *g) {
+  g->len = 0;
+  g->n = 0;
+  g->R = rand_int(1, 5);
+  g->C = rand_int(1, 7);
+  new_val(g, 2, g->R, g->C); /* %v0 .. %v3: the broadcastable arguments */
+  new_val(g, 1, g->C, 0);
+  new_val(g, 2, g->R, 1);
+  new_val(g, 0, 0, 0);
+  int nstmt = (int)rand_int(6, 40);
+  for (int i = 0; i < nstmt && g->n < MAXV - 4; i++)
+    statement(g);
+  /* Results: the last value and up to three others. */
+  int res[4], nres = 0;
+  res[nres++] = g->n - 1;
+  for (int t = 0; t < 3 && g->n > 4; t++) {
+    int k = (int)rand_int(4, g->n - 1);
+    bool dup = false;
+    for (int j = 0; j < nres; j++)
+      dup = dup || res[j] == k;
+    if (!dup)
+      res[nres++] = k;
+  }
+  size_t cap = g->len + 4096, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(
+      text + n, cap - n,
+      "func @f(%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
+      "%%v3: f32[], %%w: f32[%lld,%lld], %%g: f32[%lld], %%bt: f32[%lld]) -> (",
+      (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
+      (long long)g->C, (long long)g->C, (long long)g->C, (long long)g->C);
+  for (int j = 0; j < nres; j++) {
+    char t[64];
+    type_of(&g->v[res[j]], t, sizeof t);
+    n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
+  }
+  n += (size_t)snprintf(text + n, cap - n, ") {\n");
+  memcpy(text + n, g->buf, g->len);
+  n += g->len;
+  n += (size_t)snprintf(text + n, cap - n, "  return ");
+  for (int j = 0; j < nres; j++)
+    n += (size_t)snprintf(text + n, cap - n, "%s%%v%d", j ? ", " : "", res[j]);
+  snprintf(text + n, cap - n, "\n}\n");
+  g->len = strlen(text);
+  memcpy(g->buf, text, g->len + 1);
+  free(text);
+}
+
+/* Parses and verifies text, runs `passes` (may be NULL), dispatches to
+ * cpu-ref and makes an executor; NULL module on failure (reported). */
+static bool open_with(program *p, const char *text, const char *passes) {
+  memset(p, 0, sizeof *p);
+  p->ctx = raf_ctx_create();
+  p->m = raf_parse_module(p->ctx, "fuse.raf", text, strlen(text), 1);
+  bool ok = p->m && raf_verify_module(p->ctx, p->m) == RAF_OK;
+  if (ok) {
+    raf_pipeline *pl = raf_pipeline_create(p->ctx);
+    raf_pipeline_options po;
+    raf_pipeline_options_init(&po);
+    ok = (!passes || raf_pipeline_parse(pl, passes) == RAF_OK) &&
+         raf_pipeline_add(pl, "dispatch", "dialects=cpu-ref") == RAF_OK &&
+         raf_pipeline_run(pl, p->m, &po) == RAF_OK &&
+         raf_verify_module(p->ctx, p->m) == RAF_OK;
+    raf_pipeline_destroy(pl);
+  }
+  if (ok) {
+    raf_exec_options eo = {.threads = 1};
+    p->ex = raf_exec_create(p->ctx, p->m, &eo);
+    ok = p->ex != NULL;
+  }
+  if (!ok) {
+    raf_diag_render(p->ctx, stderr);
+    fprintf(stderr, "in:\n%s", text);
+  }
+  return ok;
+}
+
+static int count_fused_calls(const raf_func *f) {
+  int n = 0;
+  for (const raf_stmt *s = f->first; s; s = s->next)
+    n += s->op == RAF_OP_CALL;
+  return n;
+}
+
+int main(void) {
+  gen g = {malloc(1 << 16), 0, 1 << 16, {{0}}, 0, 0, 0};
+  int programs = 1500, fused = 0, compared = 0;
+  static const char *sizes[] = {"2", "3", "5", "1024"};
+  for (int it = 0; it < programs && failures == 0; it++) {
+    program_text(&g);
+    char passes[64];
+    snprintf(passes, sizeof passes, "fuse{max-group-size=%s}",
+             sizes[rand_int(0, 3)]);
+    program a, b;
+    bool ok = open_with(&a, g.buf, NULL);
+    ok = open_with(&b, g.buf, passes) && ok;
+    CHECK(ok);
+    if (ok) {
+      raf_func *fa = raf_module_find_func(a.m, "f");
+      raf_func *fb = raf_module_find_func(b.m, "f");
+      CHECK(fb == b.m->last); /* fused functions go before it */
+      fused += count_fused_calls(fb);
+      raf_tensor **args = random_args(&a); /* a's first function is @f */
+      raf_tensor **args_b = calloc((size_t)fb->nargs, sizeof *args_b);
+      for (int i = 0; i < fb->nargs; i++) {
+        args_b[i] = raf_exec_alloc(b.ex, fb->args[i].value->type);
+        memcpy(args_b[i]->data, args[i]->data, args[i]->nbytes);
+      }
+      raf_tensor **ra = calloc((size_t)fa->nresults, sizeof *ra);
+      raf_tensor **rb = calloc((size_t)fb->nresults, sizeof *rb);
+      bool ran = raf_exec_call(a.ex, fa, args, ra) == RAF_OK &&
+                 raf_exec_call(b.ex, fb, args_b, rb) == RAF_OK;
+      if (!ran) {
+        raf_diag_render(a.ctx, stderr);
+        raf_diag_render(b.ctx, stderr);
+      }
+      CHECK(ran);
+      for (int i = 0; ran && i < fa->nresults; i++) {
+        bool same = ra[i]->nbytes == rb[i]->nbytes &&
+                    memcmp(ra[i]->data, rb[i]->data, ra[i]->nbytes) == 0;
+        CHECK(same);
+        if (!same) {
+          fprintf(stderr, "result %d differs (%s), program:\n%s", i, passes,
+                  g.buf);
+          raf_print_module(b.m, stderr, 0);
+        }
+        compared++;
+      }
+      for (int i = 0; i < fa->nresults; i++) {
+        if (ra[i])
+          raf_exec_free(a.ex, ra[i]);
+        if (rb[i])
+          raf_exec_free(b.ex, rb[i]);
+      }
+      free(ra);
+      free(rb);
+      free_tensors(&a, args, fa->nargs);
+      free_tensors(&b, args_b, fb->nargs);
+    }
+    program_close(&a);
+    program_close(&b);
+  }
+  /* The programs must exercise fusion, or the property says nothing. */
+  CHECK(fused > programs);
+  printf("test_fuse_random: %d programs, %d results compared, %d fused "
+         "calls, %d failures\n",
+         programs, compared, fused, failures);
+  free(g.buf);
+  return failures != 0;
+}
