@@ -1,0 +1,275 @@
+"""Shared parts of the reference checks in test/ref/: raf's training step
+against PyTorch's on the same model, weights and batches.
+
+A check (check_mlp.py, check_gpt2.py) builds its model in torch, and calls
+`run_check` with the .raf module, the initial weights, the batches and a
+torch function for the loss. `run_check` then
+  1. writes the weights as safetensors (by hand: struct + json) and the
+     batches as .npy, into a scratch directory;
+  2. runs STEPS steps of torch.optim.AdamW in f32, recording the losses,
+     and the first step's gradients in f64;
+  3. runs `raf-opt --autodiff` on the module and `raf-run` on @F_grad for
+     the first batch (--load, --output per gradient), then `raf-opt
+     --autodiff --optimizer=...` and `raf-run` on @F_train_step for STEPS
+     steps (--load, --dataset, --log);
+  4. prints both loss curves and every gradient's error, and exits 1 on a
+     mismatch: a loss off by more than LOSS_RTOL relatively, or a gradient
+     whose largest error exceeds GRAD_RTOL times its largest element.
+"""
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
+    sys.exit(f"test/ref: the reference checks need NumPy and PyTorch, and "
+             f"the import failed ({e}); install python3-numpy and "
+             f"python3-torch and run them with /usr/bin/python3")
+
+STEPS = 20
+LOSS_RTOL = 1e-4
+GRAD_RTOL = 1e-4
+
+_ST_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f8"): "F64",
+              np.dtype("<i8"): "I64", np.dtype("<i4"): "I32"}
+
+
+def write_safetensors(path, tensors):
+    """tensors: [(name, np.ndarray)] in order. The safetensors layout: the
+    header length (8 bytes, little-endian), the JSON header padded with
+    spaces to 8 bytes, then the data, each tensor C order at its offsets."""
+    header, chunks, at = {}, [], 0
+    for name, a in tensors:
+        a = np.ascontiguousarray(a)
+        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": _ST_DTYPES[a.dtype], "shape": list(a.shape),
+                        "data_offsets": [at, at + len(raw)]}
+        chunks.append(raw)
+        at += len(raw)
+    header["__metadata__"] = {"producer": "raf test/ref"}
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+
+
+def parse_args(doc):
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--bin", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"),
+        help="the build directory holding raf-opt and raf-run")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="write the files to DIR and keep them")
+    ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--forward-only", action="store_true",
+                    help="compare only the forward loss of the first batch "
+                         "(raf-run on @F; no autodiff, no optimizer)")
+    return ap.parse_args()
+
+
+def _run(cmd, what, fatal=True):
+    """Runs cmd; returns (ok, seconds). A failure is reported with the
+    command and its output, and ends the check when fatal."""
+    t = time.time()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    if p.returncode != 0:
+        out = (p.stdout[-4000:] + p.stderr[-4000:]).strip()
+        print(f"FAILED: {what} exited {p.returncode}:\n  " + " ".join(cmd)
+              + "\n" + (out or "(it printed nothing)"))
+        if fatal:
+            sys.exit(1)
+    return p.returncode == 0, time.time() - t
+
+
+def torch_train(params, batches, loss_fn, steps, adamw):
+    """STEPS steps of torch.optim.AdamW in f32 from `params` (name ->
+    np.ndarray), on batch s % len(batches) at step s. Returns the losses."""
+    torch.manual_seed(0)
+    ps = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    opt = torch.optim.AdamW(list(ps.values()), lr=adamw["lr"],
+                            betas=(adamw["beta1"], adamw["beta2"]),
+                            eps=adamw["eps"],
+                            weight_decay=adamw["weight_decay"])
+    losses = []
+    for s in range(steps):
+        batch = [torch.from_numpy(b) for b in batches[s % len(batches)]]
+        opt.zero_grad()
+        loss = loss_fn(ps, *batch)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def torch_grads(params, batch, loss_fn):
+    """The loss and gradients of the first batch, in f64."""
+    ps = {k: torch.tensor(v.astype(np.float64), requires_grad=True)
+          for k, v in params.items()}
+    b = [torch.from_numpy(x if x.dtype.kind != "f" else x.astype(np.float64))
+         for x in batch]
+    loss = loss_fn(ps, *b)
+    loss.backward()
+    return loss.item(), {k: p.grad.numpy() for k, p in ps.items()}
+
+
+def run_check(name, module_text, func, params, inputs, batches, loss_fn,
+              adamw):
+    """name: the check's name; module_text: the forward model (.raf);
+    func: its function (@func, @func_grad, @func_train_step); params:
+    [(name, f32 array)] in argument order; inputs: the batch arguments'
+    names; batches: a list of tuples of arrays, one per input, each one
+    batch; loss_fn(params_dict, *batch) -> torch scalar; adamw: lr, beta1,
+    beta2, eps, weight_decay."""
+    a = parse_args(f"{name}: raf against PyTorch")
+    bindir = os.path.abspath(a.bin)
+    raf_opt = os.path.join(bindir, "raf-opt")
+    raf_run = os.path.join(bindir, "raf-run")
+    for tool in (raf_opt, raf_run):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"{name}: {tool} not found (--bin names the build directory)")
+    work = a.keep or tempfile.mkdtemp(prefix=f"raf-ref-{name}-")
+    os.makedirs(work, exist_ok=True)
+    ok = True
+    try:
+        check = _check_forward if a.forward_only else _check
+        ok = check(name, work, raf_opt, raf_run, module_text, func, params,
+                   inputs, batches, loss_fn, adamw, a.steps)
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{name}: {'PASSED' if ok else 'FAILED'}")
+    sys.exit(0 if ok else 1)
+
+
+def _write_files(work, module_text, params, inputs, batches):
+    """The model, the weights, the batches (all of them stacked along axis
+    0, as raf-run --dataset slices them; and the first alone)."""
+    P = os.path.join
+    with open(P(work, "model.raf"), "w") as f:
+        f.write(module_text)
+    write_safetensors(P(work, "init.safetensors"), params)
+    for i, inp in enumerate(inputs):
+        np.save(P(work, f"{inp}.npy"),
+                np.concatenate([b[i] for b in batches], axis=0))
+        np.save(P(work, f"{inp}0.npy"), batches[0][i])
+
+
+def _check_forward(name, work, raf_opt, raf_run, module_text, func, params,
+                   inputs, batches, loss_fn, adamw, steps):
+    P = os.path.join
+    _write_files(work, module_text, params, inputs, batches)
+    ref_loss0, _ = torch_grads(dict(params), batches[0], loss_fn)
+    _run([raf_run, P(work, "model.raf"), f"--function={func}",
+          "--load=" + P(work, "init.safetensors"),
+          "--output=@" + P(work, "loss.npy")]
+         + [f"--input={inp}=@{P(work, inp + '0.npy')}" for inp in inputs],
+         f"raf-run @{func}")
+    loss = float(np.load(P(work, "loss.npy")))
+    d = abs(loss - ref_loss0) / abs(ref_loss0)
+    print(f"{name}: forward loss of batch 1: raf {loss:.7f}, torch (f64) "
+          f"{ref_loss0:.7f}, rel. diff {d:.2e}")
+    return d <= LOSS_RTOL
+
+
+def _check(name, work, raf_opt, raf_run, module_text, func, params, inputs,
+           batches, loss_fn, adamw, steps):
+    P = os.path.join
+    pdict = dict(params)
+    _write_files(work, module_text, params, inputs, batches)
+
+    # PyTorch.
+    t = time.time()
+    ref_losses = torch_train(pdict, batches, loss_fn, steps, adamw)
+    ref_loss0, ref_grads = torch_grads(pdict, batches[0], loss_fn)
+    t_torch = time.time() - t
+
+    # raf: the gradients of the first batch, then the training steps.
+    opts = " ".join(f"{k}={adamw[k]!r}" for k in
+                    ("lr", "beta1", "beta2", "eps", "weight_decay"))
+    _, t_opt = _run([raf_opt, "--autodiff", f"--optimizer=kind=adamw {opts}",
+                     P(work, "model.raf"), "-o", P(work, "step.raf")],
+                    "raf-opt --autodiff --optimizer")
+    # @f_grad from a module of its own (autodiff alone), so that a failure
+    # of the training step does not hide the gradients.
+    _run([raf_opt, "--autodiff", P(work, "model.raf"), "-o",
+          P(work, "grad.raf")], "raf-opt --autodiff")
+    nres = 1 + len(params)
+    grads_ok, _ = _run(
+        [raf_run, P(work, "grad.raf"), f"--function={func}_grad",
+         "--load=" + P(work, "init.safetensors")]
+        + [f"--input={inp}=@{P(work, inp + '0.npy')}" for inp in inputs]
+        + [f"--output=@{P(work, f'g{i}.npy')}" for i in range(nres)],
+        f"raf-run @{func}_grad", fatal=False)
+    log = P(work, "log.jsonl")
+    train_ok, t_train = _run(
+        [raf_run, P(work, "step.raf"), f"--function={func}_train_step",
+         f"--steps={steps}", "--load=" + P(work, "init.safetensors"),
+         "--log=" + log,
+         # one --output, so that raf-run does not print every updated param
+         # and state
+         "--output=@" + P(work, "last_loss.npy")]
+        + [f"--dataset={inp}=@{P(work, inp + '.npy')}" for inp in inputs],
+        f"raf-run @{func}_train_step", fatal=False)
+    raf_losses = []
+    if train_ok:
+        with open(log) as f:
+            raf_losses = [json.loads(line)["loss"] for line in f
+                          if line.strip()]
+
+    ok = grads_ok and train_ok
+    print(f"{name}: {steps} steps of AdamW ({opts}); "
+          f"torch {t_torch:.2f} s, raf-opt {t_opt:.2f} s, raf-run {t_train:.2f} s")
+    print(f"{'step':>4}  {'torch':>12}  {'raf':>12}  {'rel. diff':>9}")
+    if len(raf_losses) != steps:
+        print(f"raf's log has {len(raf_losses)} steps, not {steps}")
+        ok = False
+    for s in range(steps):
+        r = raf_losses[s] if s < len(raf_losses) else None
+        if r is None:
+            print(f"{s + 1:>4}  {ref_losses[s]:>12.7f}  {'-':>12}")
+            ok = False
+            continue
+        d = abs(r - ref_losses[s]) / abs(ref_losses[s])
+        bad = d > LOSS_RTOL
+        ok &= not bad
+        print(f"{s + 1:>4}  {ref_losses[s]:>12.7f}  {r:>12.7f}  {d:>9.2e}"
+              + ("  MISMATCH" if bad else ""))
+    if not grads_ok:
+        return False
+    raf_loss0 = float(np.load(P(work, "g0.npy")))
+    raf_grads = {pname: np.load(P(work, f"g{i + 1}.npy"))
+                 for i, (pname, _) in enumerate(params)}
+
+    print(f"gradients of step 1 (torch in f64; error = max |raf - torch| / "
+          f"max |torch|, at most {GRAD_RTOL:g}):")
+    d = abs(raf_loss0 - ref_loss0) / abs(ref_loss0)
+    bad = d > LOSS_RTOL
+    ok &= not bad
+    print(f"  {'loss':<28} {raf_loss0:.7f} vs {ref_loss0:.7f}  {d:.2e}"
+          + ("  MISMATCH" if bad else ""))
+    for pname, _ in params:
+        g, r = raf_grads[pname], ref_grads[pname]
+        if g.shape != r.shape:
+            print(f"  {pname:<28} shape {g.shape} vs {r.shape}  MISMATCH")
+            ok = False
+            continue
+        scale = float(np.abs(r).max())
+        err = float(np.abs(g.astype(np.float64) - r).max())
+        rel = err / scale if scale > 0 else err
+        bad = not np.isfinite(rel) or rel > GRAD_RTOL
+        ok &= not bad
+        print(f"  {pname:<28} max|g| {scale:.3e}  error {rel:.2e}"
+              + ("  MISMATCH" if bad else ""))
+    return ok
