@@ -32,9 +32,10 @@
  * scores and softmax are recomputed per (batch, head), as in
  * FlashAttention's backward.
  *
- * Numerics: every kernel computes in double, from working copies of its
- * operands, and rounds once when it stores a result; f64 operands are read
- * in place. Every result element is computed by one thread in an order
+ * Numerics: every kernel but take_grad computes in double, from working
+ * copies of its operands, and rounds once when it stores a result; f64
+ * operands are read in place. take_grad adds in the working type of
+ * cpuref.h (see there). Every result element is computed by one thread in an order
  * fixed by the shapes (sums in ascending index order), and the parallel
  * split is over independent outputs, so results do not depend on the
  * thread count.
@@ -396,12 +397,25 @@ raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
 
 /* ---- take_grad ----------------------------------------------------------- */
 
+/* An embedding table is the largest tensor of many models, so take_grad
+ * accumulates in the working type of cpuref.h (float for f32, f16 and
+ * bf16, as PyTorch's embedding backward; double for f64), straight into
+ * the result when it has that type, instead of a double copy. */
 typedef struct take_job {
-  const double *dy;
-  double *dx;
+  raf_dtype work;
+  const void *dy; /* in the working type */
+  void *dx;
   const int64_t *idx; /* normalised to [0, dim) */
   int64_t nidx, dim, post;
 } take_job;
+
+#define TAKE_LANE(T)                                                           \
+  for (int64_t t = 0; t < j->nidx; t++) {                                      \
+    const T *src = (const T *)j->dy + (p * j->nidx + t) * j->post;             \
+    T *dst = (T *)j->dx + (p * j->dim + j->idx[t]) * j->post;                  \
+    for (int64_t q = q0; q < q1; q++)                                          \
+      dst[q] += src[q];                                                        \
+  }
 
 /* Lanes are (p, q) pairs, p over the dims before axis and q over those
  * after; each lane adds its dy elements in index order. */
@@ -410,55 +424,64 @@ static void take_grad_lanes(void *data, int64_t begin, int64_t end) {
   for (int64_t l = begin; l < end;) {
     int64_t p = l / j->post, q0 = l % j->post;
     int64_t q1 = min64(j->post, q0 + (end - l));
-    for (int64_t t = 0; t < j->nidx; t++) {
-      const double *src = j->dy + (p * j->nidx + t) * j->post;
-      double *dst = j->dx + (p * j->dim + j->idx[t]) * j->post;
-      for (int64_t q = q0; q < q1; q++)
-        dst[q] += src[q];
+    if (j->work == RAF_F64) {
+      TAKE_LANE(double)
+    } else {
+      TAKE_LANE(float)
     }
     l += q1 - q0;
   }
 }
 
 raf_status raf_cpuref_take_grad(const raf_kernel *k) {
-  const raf_tensor *ix = k->in[1];
-  const raf_type *dt = k->out[0]->type;
+  const raf_tensor *ix = k->in[1], *dy = k->in[0];
+  raf_tensor *out = k->out[0];
+  const raf_type *dt = out->type;
   int axis = norm_axis(raf_stmt_attr_int(k->stmt, "axis"), dt->rank);
-  take_job j = {.nidx = ix->type->numel, .dim = dt->dims[axis], .post = 1};
+  take_job j = {.work = raf_cpuref_work_dtype(dt->dtype),
+                .nidx = ix->type->numel, .dim = dt->dims[axis], .post = 1};
   int64_t pre = 1;
   for (int d = 0; d < axis; d++)
     pre *= dt->dims[d];
   for (int d = axis + 1; d < dt->rank; d++)
     j.post *= dt->dims[d];
+  size_t ws = (size_t)raf_dtype_size(j.work);
+  bool own_dy = dy->type->dtype != j.work, own_dx = dt->dtype != j.work;
   int64_t *idx = malloc((size_t)(j.nidx + 1) * sizeof *idx);
-  if (!idx)
-    return raf_kernel_fail(k, "out of memory for the indices");
-  for (int64_t t = 0; t < j.nidx; t++) {
+  void *dyw = own_dy ? malloc((size_t)dy->type->numel * ws + 1) : dy->data;
+  void *dxw = own_dx ? malloc((size_t)dt->numel * ws + 1) : out->data;
+  raf_status rc = RAF_OK;
+  if (!idx || !dyw || !dxw)
+    rc = raf_kernel_fail(k, "out of memory for a working copy");
+  for (int64_t t = 0; t < j.nidx && rc == RAF_OK; t++) {
     int64_t v = raf_elem_get_i64(ix->type->dtype, ix->data, t);
-    if (v < -j.dim || v >= j.dim) {
-      free(idx);
-      return raf_kernel_fail(k, "index %lld (indices element %lld) is out of "
-                             "bounds for axis %d with size %lld",
-                             (long long)v, (long long)t, axis,
-                             (long long)j.dim);
-    }
-    idx[t] = v < 0 ? v + j.dim : v;
+    if (v < -j.dim || v >= j.dim)
+      rc = raf_kernel_fail(k, "index %lld (indices element %lld) is out of "
+                           "bounds for axis %d with size %lld",
+                           (long long)v, (long long)t, axis,
+                           (long long)j.dim);
+    else
+      idx[t] = v < 0 ? v + j.dim : v;
   }
-  j.idx = idx;
-  buffers b;
-  const double *in[1];
-  double *out[1];
-  if (!setup(k, &b, in, 1, out, true)) {
-    free(idx);
-    return RAF_ERROR;
+  if (rc == RAF_OK) {
+    if (own_dy)
+      raf_elem_convert(j.work, dyw, dy->type->dtype, dy->data,
+                       dy->type->numel);
+    memset(dxw, 0, (size_t)dt->numel * ws); /* 0.0 in float and double */
+    j.idx = idx;
+    j.dy = dyw;
+    j.dx = dxw;
+    raf_kernel_parallel(k, pre * j.post, grain_for(j.nidx), take_grad_lanes,
+                        &j);
+    if (own_dx)
+      raf_elem_convert(dt->dtype, out->data, j.work, dxw, dt->numel);
   }
-  j.dy = in[0];
-  j.dx = out[0];
-  raf_kernel_parallel(k, pre * j.post, grain_for(j.nidx), take_grad_lanes,
-                      &j);
   free(idx);
-  finish(k, &b, out);
-  return RAF_OK;
+  if (own_dy)
+    free(dyw);
+  if (own_dx)
+    free(dxw);
+  return rc;
 }
 
 /* ---- slice_grad ---------------------------------------------------------- */
