@@ -174,7 +174,7 @@ static raf_status check_param(raf_exec *ex, raf_func *fg, raf_tensor **args,
     if (fabs(nu[s]) > scale)
       scale = fabs(nu[s]);
   }
-  *pc = (param_check){0, 0, 0, -1, rc == RAF_OK ? k : 0};
+  *pc = (param_check){-1, 0, 0, -1, rc == RAF_OK ? k : 0};
   for (int64_t s = 0; s < pc->checked; s++) {
     double d = fabs(an[s]) > fabs(nu[s]) ? fabs(an[s]) : fabs(nu[s]);
     if (d < 1e-3 * scale)
@@ -186,6 +186,8 @@ static raf_status check_param(raf_exec *ex, raf_func *fg, raf_tensor **args,
         break;
     }
   }
+  if (pc->worst < 0) /* no element */
+    pc->worst = 0;
   free(an);
   free(nu);
   free(el);
