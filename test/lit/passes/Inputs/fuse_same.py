@@ -1,7 +1,8 @@
 """fuse_same.py: a pass pipeline must not change what a module computes.
 
     fuse_same.py FILE.raf [--pre=PIPELINE] [--passes=PIPELINE]
-                 [--function=NAME ...] [--expect-fused=N] [-- RAF-RUN ARGS]
+                 [--function=NAME ...] [--expect-fused=N]
+                 [--dialects=LIST] [-- RAF-RUN ARGS]
 
 Runs each function of FILE (after `raf-opt -p PRE` when --pre is given)
 through raf-run, then the same module after `-p PASSES` (default `fuse`),
@@ -10,7 +11,10 @@ value among RAF-RUN ARGS), and checks that every result is bit for bit the
 same (.npy bytes). By default the functions are those of the module before
 PASSES; --function picks some. --expect-fused=N also checks that PASSES
 made N new fused functions. Prints one line per function; exits 1 on any
-difference. raf-opt and raf-run are taken from PATH (lit puts the build
+difference. Both runs use the dialects LIST (default cpu-ref), so that a
+fused function runs statement by statement with the same kernels as the
+unfused code: the check is about the pass, not about a code generator's
+numerics. raf-opt and raf-run are taken from PATH (lit puts the build
 there).
 """
 import os
@@ -34,6 +38,7 @@ def main():
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
     path, pre, passes, funcs, expect = None, None, "fuse", [], None
+    dialects = "cpu-ref"
     for a in argv:
         if a.startswith("--pre="):
             pre = a[6:]
@@ -41,6 +46,8 @@ def main():
             passes = a[9:]
         elif a.startswith("--function="):
             funcs.append(a[11:])
+        elif a.startswith("--dialects="):
+            dialects = a[11:]
         elif a.startswith("--expect-fused="):
             expect = int(a[15:])
         else:
@@ -57,7 +64,7 @@ def main():
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         for f in funcs:
-            common = ["raf-run", "-", "--function=" + f] + extra
+            common = ["raf-run", "-", "--function=" + f, "--dialects=" + dialects] + extra
             n = len(re.findall(r"^result\[\d+\]:", run(common, base), re.M))
             outs = {}
             for tag, text in (("ref", base), ("new", after)):
