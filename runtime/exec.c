@@ -263,11 +263,11 @@ static plan *make_plan(raf_exec *ex, raf_func *f) {
     k++;
   }
   if (ok) {
-    raf_value *rv[64];
-    ok = ret->noperands <= 64;
-    for (int i = 0; ok && i < ret->noperands; i++)
+    raf_value **rv = malloc(sizeof *rv * (size_t)(ret->noperands + 1));
+    for (int i = 0; rv && i < ret->noperands; i++)
       rv[i] = ret->operands[i].value;
-    p->returned = ok ? slots_of(&slot_of, rv, ret->noperands) : NULL;
+    p->returned = rv ? slots_of(&slot_of, rv, ret->noperands) : NULL;
+    free(rv);
     ok = p->returned != NULL;
   }
   /* Arguments belong to the caller and returned values move to it. */
@@ -386,15 +386,32 @@ static raf_status check_numerics(raf_exec *ex, const raf_stmt *s,
 static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
                            raf_tensor **results);
 
+static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
+                                raf_tensor **in, raf_tensor **out);
+
 static raf_status run_step(raf_exec *ex, step *st, raf_tensor **slot) {
   raf_stmt *s = st->stmt;
-  raf_tensor *in[64], *out[64];
+  /* Operand and result tensors: on the stack, or (a call of a function
+   * with many params, say) on the heap. */
+  raf_tensor *small[2 * 64], **in = small, **out = small + 64;
   if (s->noperands > 64 || s->nresults > 64) {
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "%s: more than 64 operands or results",
-                    raf_op_table[s->op].name);
-    return RAF_ERROR;
+    in = malloc(sizeof *in * (size_t)(s->noperands + s->nresults + 1));
+    if (!in) {
+      raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR, "%s: out of memory",
+                      raf_op_table[s->op].name);
+      return RAF_ERROR;
+    }
+    out = in + s->noperands;
   }
+  raf_status rc = run_step_with(ex, st, slot, in, out);
+  if (in != small)
+    free(in);
+  return rc;
+}
+
+static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
+                                raf_tensor **in, raf_tensor **out) {
+  raf_stmt *s = st->stmt;
   for (int i = 0; i < s->noperands; i++)
     in[i] = slot[st->in[i]];
   if (s->op == RAF_OP_CALL) {
