@@ -68,19 +68,20 @@
  *
  * What becomes a fused function. A group is kept when it has at least two
  * members that are not reshapes (a group of one statement, or one
- * statement and a free reshape, is left alone), at most 64 inputs and
- * 64 results (the executor's limit on a call), at least one result used
+ * statement and a free reshape, is left alone), at most 64 inputs and 64
+ * results (the executor's limit on a call), at least one result used
  * outside it, and at least one input (a group that reads only constants
- * computes a constant: canonicalize's business). A reshape at the end of
- * a group, read only outside it, is left out of it: it would only be a
- * second copy of a result. Its inputs are the values it reads from outside, in
- * order of first use; its results are the members' results used outside
- * it or returned, in statement order. The call takes the results' names;
- * the fused function keeps the members' names, attributes (a `dialect`
- * included) and locations, and the argument names of its inputs. Fused
- * functions are named @fused_0, @fused_1, ... (skipping names taken), in
- * order of their groups' first statements, and placed before the function
- * they came from, so the entry stays the module's last function.
+ * computes a constant: canonicalize's business). A reshape at the end of a
+ * group, read only outside it, is left out of it: it would only be a
+ * second copy of a result. The function's arguments are the values the
+ * group reads from outside, in order of first use, named as those values;
+ * its results are the members' results used outside the group or
+ * returned, in statement order. It keeps the members' names, attributes
+ * (a `dialect` included) and locations. The call takes the results' names
+ * and the location of the group's first statement. Fused functions are
+ * named @fused_0, @fused_1, ... (skipping names taken), in order of their
+ * groups' first statements, and placed just before the function they came
+ * from, so the entry stays the module's last function.
  *
  * Order. A group's call goes where its last member was, unless a statement
  * before that reads one of its results; then the call moves up to just
@@ -236,7 +237,7 @@ static int classify(const raf_stmt *s) {
   return C_NONE;
 }
 
-/* ---- Acyclicity ----------------------------------------------------------- */
+/* ---- Acyclicity ---------------------------------------------------------- */
 
 /* Pushes the group of statement k for a walk from S looking for L, unless
  * it is S, seen, or outside [lo, hi]; returns true when it is L. */
@@ -308,7 +309,7 @@ static bool would_cycle(fuser *F, int S, int L) {
   return false;
 }
 
-/* ---- Merging -------------------------------------------------------------- */
+/* ---- Merging ------------------------------------------------------------- */
 
 /* A transpose or slice may not read a value of its own group. */
 static bool imap_ok(fuser *F, int S, int L) {
@@ -461,7 +462,7 @@ static bool try_merge(fuser *F, int a, int b) {
   return true;
 }
 
-/* ---- Patterns ------------------------------------------------------------- */
+/* ---- Patterns ------------------------------------------------------------ */
 
 static bool in_list(const int *v, int n, int k) {
   for (int i = 0; i < n; i++)
@@ -551,7 +552,7 @@ static void run_patterns(fuser *F) {
     }
 }
 
-/* ---- Scheduling ----------------------------------------------------------- */
+/* ---- Scheduling ---------------------------------------------------------- */
 
 static int node_of(const fuser *F, const int *gid, int k) {
   return gid[k] >= 0 ? F->n + gid[k] : k;
@@ -629,7 +630,7 @@ static bool schedule(fuser *F, const int *gid, const group *G, int ng,
   return ok;
 }
 
-/* ---- Building the fused functions ----------------------------------------- */
+/* ---- Building the fused functions ---------------------------------------- */
 
 /* The inputs and results of group g; false when it cannot be a call. */
 static bool group_io(fuser *F, const int *gid, group *g, const int *mem,
@@ -817,7 +818,7 @@ static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
   return true;
 }
 
-/* ---- One function ---------------------------------------------------------- */
+/* ---- One function -------------------------------------------------------- */
 
 static void init_nodes(fuser *F) {
   int k = 0;
@@ -999,7 +1000,7 @@ done:
   free(G);
 }
 
-/* ---- The pass --------------------------------------------------------------- */
+/* ---- The pass ------------------------------------------------------------ */
 
 /* Reads patterns=a,b into F->pats, highest priority first. */
 static bool read_patterns(fuser *F, const char *list) {

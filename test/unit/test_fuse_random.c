@@ -36,7 +36,8 @@ typedef struct gen {
   int64_t R, C;
 } gen;
 
-static void emit(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emit(gen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void emit(gen *g, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
