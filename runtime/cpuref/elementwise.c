@@ -90,14 +90,24 @@ static void run_chunks(void *data, int64_t begin, int64_t end) {
   for (int64_t b = begin; b < end; b += CHUNK) {
     int64_t n = end - b < CHUNK ? end - b : CHUNK;
     for (int i = 0; i < k->nin; i++) {
+      const raf_tensor *x = k->in[i];
       raf_dtype w = k->stmt->op == RAF_OP_WHERE && i == 0 ? RAF_I64 : j->work;
-      raf_cpuref_gather(k->in[i], out, b, n, w, buf[i]);
-      ops[i] = buf[i];
+      if (x->type->dtype == w && x->type->numel == out->numel) {
+        /* already in the working type and layout: read in place */
+        ops[i] = (char *)x->data + b * raf_dtype_size(w);
+      } else {
+        raf_cpuref_gather(x, out, b, n, w, buf[i]);
+        ops[i] = buf[i];
+      }
     }
-    j->apply(j, ops, buf[3], n);
     raf_dtype dt = out->dtype;
-    raf_elem_convert(dt, (char *)k->out[0]->data + b * raf_dtype_size(dt),
-                     j->out_work, buf[3], n);
+    char *dst = (char *)k->out[0]->data + b * raf_dtype_size(dt);
+    if (dt == j->out_work) { /* write in place */
+      j->apply(j, ops, dst, n);
+    } else {
+      j->apply(j, ops, buf[3], n);
+      raf_elem_convert(dt, dst, j->out_work, buf[3], n);
+    }
   }
 }
 
