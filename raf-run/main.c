@@ -31,12 +31,16 @@ typedef struct named {
   char *owned;             /* the copy name points into */
 } named;
 
+/* How many of each repeated flag: enough for a training step's hundreds of
+ * params and results (GPT-2 124M returns 446). */
+enum { MAX_INPUTS = 4096, MAX_DATASETS = 256, MAX_RESULT_FLAGS = 4096 };
+
 typedef struct options {
   const char *input_file;
   const char *function;
-  named inputs[256], datasets[64];
+  named inputs[MAX_INPUTS], datasets[MAX_DATASETS];
   int ninputs, ndatasets;
-  const char *outputs[64], *expected[64];
+  const char *outputs[MAX_RESULT_FLAGS], *expected[MAX_RESULT_FLAGS];
   int noutputs, nexpected;
   rr_tolerance tol;
   long steps;
@@ -133,7 +137,7 @@ static int parse_args(int argc, char **argv, options *o) {
                (v = flag_value(a, "--dataset"))) {
       bool data = a[2] == 'd';
       named *slot = data ? &o->datasets[o->ndatasets] : &o->inputs[o->ninputs];
-      if ((data ? o->ndatasets >= 64 : o->ninputs >= 256) ||
+      if ((data ? o->ndatasets >= MAX_DATASETS : o->ninputs >= MAX_INPUTS) ||
           !split_named(v, slot)) {
         fprintf(stderr, "raf-run: %s needs NAME=VALUE, got '%s'\n",
                 data ? "--dataset" : "--input", v);
@@ -146,7 +150,7 @@ static int parse_args(int argc, char **argv, options *o) {
     } else if ((v = flag_value(a, "--output")) ||
                (v = flag_value(a, "--expected-output"))) {
       bool exp = a[2] == 'e';
-      if ((exp ? o->nexpected : o->noutputs) >= 64) {
+      if ((exp ? o->nexpected : o->noutputs) >= MAX_RESULT_FLAGS) {
         fprintf(stderr, "raf-run: too many %s flags\n", a);
         return 1;
       }
@@ -562,7 +566,7 @@ int main(int argc, char **argv) {
   raf_exec_options eo = {o.threads, o.check_numerics};
   raf_exec *ex = f ? raf_exec_create(ctx, m, &eo) : NULL;
   raf_tensor **args = NULL, **results = NULL;
-  dataset ds[64];
+  dataset ds[MAX_DATASETS];
   memset(ds, 0, sizeof ds);
   bool failed = false;
   raf_status rc = ex ? RAF_OK : RAF_ERROR;
