@@ -131,32 +131,48 @@ static void print_elem(FILE *out, const raf_tensor *t, int64_t i) {
     fprintf(out, "%lld", (long long)raf_elem_get_i64(dt, t->data, i));
 }
 
-/* Prints dims [d, rank) starting at flat index *i. */
-static void print_dims(FILE *out, const raf_tensor *t, int d, int64_t *i) {
+/* NumPy's print options: an array of more than SUMMARY_THRESHOLD elements
+ * shows only EDGE_ITEMS at each end of every long dimension. */
+enum { SUMMARY_THRESHOLD = 1000, EDGE_ITEMS = 3 };
+
+/* Prints dims [d, rank) of the block at flat index base (stride: the
+ * elements per index of dim d). */
+static void print_dims(FILE *out, const raf_tensor *t, int d, int64_t base,
+                       bool summarize) {
   const raf_type *ty = t->type;
   if (d == ty->rank) {
-    print_elem(out, t, (*i)++);
+    print_elem(out, t, base);
     return;
   }
+  int64_t stride = 1;
+  for (int e = d + 1; e < ty->rank; e++)
+    stride *= ty->dims[e];
+  int64_t n = ty->dims[d];
+  bool cut = summarize && n > 2 * EDGE_ITEMS;
   fputc('[', out);
-  for (int64_t k = 0; k < ty->dims[d]; k++) {
+  for (int64_t k = 0; k < n; k++) {
+    if (cut && k == EDGE_ITEMS) { /* skip to the last items */
+      k = n - EDGE_ITEMS;
+      fputs(d == ty->rank - 1 ? " ..." : "\n" /* then the row break */, out);
+      if (d < ty->rank - 1)
+        fprintf(out, "%*s...", d + 1, "");
+    }
     if (k > 0) {
       if (d == ty->rank - 1) {
         fputc(' ', out);
       } else { /* a new row: a newline per dimension left, then indent */
-        for (int n = d + 1; n < ty->rank; n++)
+        for (int r = d + 1; r < ty->rank; r++)
           fputc('\n', out);
         fprintf(out, "%*s", d + 1, "");
       }
     }
-    print_dims(out, t, d + 1, i);
+    print_dims(out, t, d + 1, base + k * stride, summarize);
   }
   fputc(']', out);
 }
 
 void rr_print(FILE *out, const raf_tensor *t) {
-  int64_t i = 0;
-  print_dims(out, t, 0, &i);
+  print_dims(out, t, 0, 0, t->type->numel > SUMMARY_THRESHOLD);
   fputc('\n', out);
 }
 
