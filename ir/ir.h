@@ -146,6 +146,14 @@ bool raf_op_lookup(const char *name, size_t len, raf_opcode *out);
  * result's dtype for ops without operands). call and return belong to no
  * dialect: the executor runs them. */
 bool raf_dialect_implements(raf_dialect d, raf_opcode op, raf_dtype dt);
+/* Whether dialect d compiles op, for a first operand of dtype dt, inside a
+ * fused function (the FUSED rows of lang/dialects.def). */
+bool raf_dialect_fuses(raf_dialect d, raf_opcode op, raf_dtype dt);
+/* Whether d has FUSED rows: it implements calls of fused functions. */
+bool raf_dialect_compiles_fused(raf_dialect d);
+/* Whether d implements a call of callee: callee is `{fused}` and d fuses
+ * every statement of it but return. */
+bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee);
 /* The dtype that decides which dialects implement s: its first operand's,
  * or its first result's when it has no operands. */
 raf_dtype raf_stmt_key_dtype(const raf_stmt *s);

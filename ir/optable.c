@@ -112,21 +112,39 @@ static const raf_dialect_info dialect_facts[RAF_DIALECT_COUNT] = {
 #define DIALECT(e, name, device, priority, every_op)                           \
   {name, device, priority, every_op},
 #define IMPL(d, op, dtypes)
+#define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
+#undef FUSED
 #undef IMPL
 #undef DIALECT
 };
 
-static const struct {
+typedef struct dialect_impl {
   raf_dialect dialect;
   raf_opcode op;
   unsigned dtypes;
-} dialect_impls[] = {
+} dialect_impl;
+
+static const dialect_impl dialect_impls[] = {
 #define DIALECT(e, name, device, priority, every_op)
 #define IMPL(d, op, dtypes) {RAF_DIALECT_##d, RAF_OP_##op, dtypes},
+#define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
+#undef FUSED
 #undef IMPL
 #undef DIALECT
+};
+
+/* The FUSED rows; a sentinel keeps the array non-empty. */
+static const dialect_impl dialect_fused[] = {
+#define DIALECT(e, name, device, priority, every_op)
+#define IMPL(d, op, dtypes)
+#define FUSED(d, op, dtypes) {RAF_DIALECT_##d, RAF_OP_##op, dtypes},
+#include "lang/dialects.def"
+#undef FUSED
+#undef IMPL
+#undef DIALECT
+    {RAF_DIALECT_COUNT, RAF_OP_COUNT, 0},
 };
 
 const raf_dialect_info *raf_dialect_get(raf_dialect d) {
@@ -152,6 +170,32 @@ bool raf_dialect_implements(raf_dialect d, raf_opcode op, raf_dtype dt) {
     if (dialect_impls[i].dialect == d && dialect_impls[i].op == op)
       return (dialect_impls[i].dtypes >> dt) & 1;
   return false;
+}
+
+bool raf_dialect_fuses(raf_dialect d, raf_opcode op, raf_dtype dt) {
+  for (size_t i = 0; i < sizeof dialect_fused / sizeof dialect_fused[0]; i++)
+    if (dialect_fused[i].dialect == d && dialect_fused[i].op == op)
+      return (dialect_fused[i].dtypes >> dt) & 1;
+  return false;
+}
+
+bool raf_dialect_compiles_fused(raf_dialect d) {
+  for (size_t i = 0; i < sizeof dialect_fused / sizeof dialect_fused[0]; i++)
+    if (dialect_fused[i].dialect == d)
+      return true;
+  return false;
+}
+
+bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee) {
+  const raf_attr *fused = callee ? raf_attrs_find(&callee->attrs, "fused")
+                                 : NULL;
+  if (!fused || fused->kind != RAF_ATTR_BOOL || !fused->val.u.b)
+    return false;
+  for (const raf_stmt *s = callee->first; s; s = s->next)
+    if (s->op != RAF_OP_RETURN &&
+        !raf_dialect_fuses(d, s->op, raf_stmt_key_dtype(s)))
+      return false;
+  return true;
 }
 
 raf_dtype raf_stmt_key_dtype(const raf_stmt *s) {

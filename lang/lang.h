@@ -59,7 +59,9 @@ typedef enum raf_amp_class {
 typedef enum raf_dialect {
 #define DIALECT(e, name, device, priority, every_op) RAF_DIALECT_##e,
 #define IMPL(d, op, dtypes)
+#define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
+#undef FUSED
 #undef IMPL
 #undef DIALECT
   RAF_DIALECT_COUNT

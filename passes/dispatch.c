@@ -13,7 +13,16 @@
  * A statement already annotated with an enabled dialect keeps it (a user's
  * or an earlier pass's choice); one annotated with a dialect that is not
  * enabled is chosen again. A statement no enabled dialect implements is a
- * located error. `call` and `return` are the executor's and get nothing.
+ * located error. `return` is the executor's and gets nothing.
+ *
+ * Calls. A `call` of a fused function (`{fused}`) gets the first enabled
+ * dialect, in the same order, that compiles the callee as a whole: one
+ * with a FUSED row of lang/dialects.def for every statement inside it
+ * (raf_dialect_implements_call). Other calls, and fused calls no enabled
+ * dialect compiles, are the executor's: they get no annotation (one they
+ * carry is dropped unless its dialect is enabled and compiles the callee),
+ * and the executor runs the callee's statements, which this pass
+ * dispatches like any others.
  *
  * Requires: a verified module.
  * Preserves: everything but the `dialect` attributes.
@@ -83,17 +92,33 @@ static bool enabled(const order *o, raf_dialect d) {
   return false;
 }
 
-/* Sets s's dialect attribute to d, replacing any other. */
+/* Sets s's dialect attribute to d, replacing any other; d ==
+ * RAF_DIALECT_COUNT removes it. */
 static void annotate(raf_module *m, raf_stmt *s, raf_dialect d) {
   raf_attr attrs[64];
   int n = 0;
   for (int i = 0; i < s->attrs.n && n < 63; i++)
     if (strcmp(s->attrs.v[i].name, "dialect") != 0)
       attrs[n++] = s->attrs.v[i];
-  attrs[n] = (raf_attr){.name = "dialect",
-                        .kind = RAF_ATTR_STRING,
-                        .val.u.s = raf_dialect_get(d)->name};
-  raf_stmt_set_attrs(m, s, attrs, n + 1);
+  if (d != RAF_DIALECT_COUNT)
+    attrs[n++] = (raf_attr){.name = "dialect",
+                            .kind = RAF_ATTR_STRING,
+                            .val.u.s = raf_dialect_get(d)->name};
+  raf_stmt_set_attrs(m, s, attrs, n);
+}
+
+/* The call rule (see the header comment). */
+static void dispatch_call(raf_module *m, const order *o, raf_stmt *s) {
+  const char *now = raf_stmt_attr_str(s, "dialect");
+  raf_dialect d;
+  if (now && raf_dialect_from_name(now, strlen(now), &d) && enabled(o, d) &&
+      raf_dialect_implements_call(d, s->callee))
+    return;
+  int i = 0;
+  while (i < o->n && !raf_dialect_implements_call(o->d[i], s->callee))
+    i++;
+  if (i < o->n || now)
+    annotate(m, s, i < o->n ? o->d[i] : RAF_DIALECT_COUNT);
 }
 
 raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
@@ -104,6 +129,8 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
   raf_status rc = RAF_OK;
   for (raf_func *f = m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next) {
+      if (s->op == RAF_OP_CALL)
+        dispatch_call(m, &o, s);
       if (s->op == RAF_OP_CALL || s->op == RAF_OP_RETURN)
         continue;
       raf_dtype dt = raf_stmt_key_dtype(s);

@@ -10,6 +10,7 @@
  * written only when everything succeeded, so bad input never clobbers an
  * earlier good output file. Exit status: 0 on success only.
  */
+#include "codegen/codegen.h"
 #include "include/raf/raf.h"
 #include "raf-opt/diagnostics.h"
 
@@ -20,7 +21,9 @@
 typedef struct options {
   const char *input, *output;
   bool split, verify_diags, print_loc, stats;
-  enum { EMIT_RAF, EMIT_DOT } emit;
+  enum { EMIT_RAF, EMIT_DOT, EMIT_LLVM, EMIT_PTX } emit;
+  const char *cuda_arch, *mcpu;
+  bool codegen_unopt;
   raf_pipeline_options pipe;
 } options;
 
@@ -51,7 +54,11 @@ static void usage(FILE *f) {
           "  --split-input-file              treat '// -----' chunks apart\n"
           "  --verify-diagnostics            check expected-error annotations\n"
           "  --print-loc                     print statement locations\n"
-          "  --emit=raf|dot                  output form (dot: Graphviz)\n"
+          "  --emit=raf|dot|llvm|ptx         output form (dot: Graphviz; llvm,\n"
+          "                                  ptx: the fused functions' kernels)\n"
+          "  --cuda-arch=sm_NN               the GPU of --emit=ptx (sm_80)\n"
+          "  --mcpu=CPU                      the CPU of --emit=llvm (the host)\n"
+          "  --codegen-opt=0|3               O3 on the kernels, or none (3)\n"
           "  --stats                         print module statistics\n"
           "  --help, --version\n");
 }
@@ -139,10 +146,25 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
         o->emit = EMIT_RAF;
       else if (strcmp(v, "dot") == 0)
         o->emit = EMIT_DOT;
+      else if (strcmp(v, "llvm") == 0)
+        o->emit = EMIT_LLVM;
+      else if (strcmp(v, "ptx") == 0)
+        o->emit = EMIT_PTX;
       else {
-        fprintf(stderr, "raf-opt: unknown --emit=%s (raf, dot)\n", v);
+        fprintf(stderr, "raf-opt: unknown --emit=%s (raf, dot, llvm, ptx)\n",
+                v);
         return 2;
       }
+    } else if ((v = flag_value(a, "--cuda-arch"))) {
+      o->cuda_arch = v;
+    } else if ((v = flag_value(a, "--mcpu"))) {
+      o->mcpu = v;
+    } else if ((v = flag_value(a, "--codegen-opt"))) {
+      if (strcmp(v, "0") != 0 && strcmp(v, "3") != 0) {
+        fprintf(stderr, "raf-opt: bad --codegen-opt=%s (0, 3)\n", v);
+        return 2;
+      }
+      o->codegen_unopt = v[0] == '0';
     } else if (a[0] == '-' && a[1] == '-' &&
                is_pass(a + 2, strcspn(a + 2, "="))) {
       size_t len = strcspn(a + 2, "=");
@@ -178,10 +200,16 @@ static bool process(raf_ctx *ctx, options *o, raf_pipeline *pl,
   if (ok)
     ok = raf_pipeline_run(pl, m, &o->pipe) == RAF_OK;
   if (ok) {
-    if (o->emit == EMIT_DOT)
+    if (o->emit == EMIT_DOT) {
       raf_print_dot(m, out);
-    else
+    } else if (o->emit == EMIT_LLVM || o->emit == EMIT_PTX) {
+      raf_cg_emit_options eo = {
+          o->emit == EMIT_PTX ? RAF_CG_EMIT_PTX : RAF_CG_EMIT_LLVM,
+          o->cuda_arch, o->mcpu, !o->codegen_unopt};
+      ok = raf_cg_emit(ctx, m, &eo, out) == RAF_OK;
+    } else {
       raf_print_module(m, out, o->print_loc ? RAF_PRINT_LOC : 0);
+    }
     if (o->stats)
       fprintf(stderr, "raf-opt: %zu statements\n", raf_module_stmt_count(m));
   }

@@ -15,6 +15,7 @@
  * non-zero exit, never a crash. See docs/raf-run.md.
  */
 #include "raf-run/checkpoint.h"
+#include "runtime/llvm.h"
 #include "raf-run/gradcheck.h"
 #include "raf-run/values.h"
 #include "runtime/init.h"
@@ -45,7 +46,7 @@ typedef struct options {
   rr_tolerance tol;
   long steps;
   const char *log, *save, *load, *dialects;
-  bool check_numerics, print_memory;
+  bool check_numerics, print_memory, print_jit_stats;
   bool gradcheck;
   rr_gradcheck_options grad;
   uint64_t seed;
@@ -76,6 +77,8 @@ static void usage(FILE *out) {
           "CPU)\n"
           "  --check-numerics           stop at the first NaN or Inf\n"
           "  --print-memory             report the peak tensor memory\n"
+          "  --print-jit-stats          report what the llvm dialect's JIT "
+          "did\n"
           "  --gradcheck                check autodiff's gradients of the "
           "function\n"
           "                             against finite differences (f64)\n"
@@ -197,6 +200,8 @@ static int parse_args(int argc, char **argv, options *o) {
       o->check_numerics = true;
     } else if (strcmp(a, "--print-memory") == 0) {
       o->print_memory = true;
+    } else if (strcmp(a, "--print-jit-stats") == 0) {
+      o->print_jit_stats = true;
     } else if (strcmp(a, "--gradcheck") == 0) {
       o->gradcheck = true;
     } else if ((v = flag_value(a, "--grad-tol"))) {
@@ -593,6 +598,8 @@ int main(int argc, char **argv) {
     rc = rr_checkpoint_save(ctx, o.save, f, args);
   if (rc == RAF_OK && o.print_memory)
     printf("peak tensor memory: %zu bytes\n", raf_exec_peak_bytes(ex));
+  if (ex && o.print_jit_stats)
+    raf_llvm_report(ex, stderr);
   raf_diag_render(ctx, stderr);
   for (int k = 0; k < o.ndatasets; k++)
     if (ds[k].arg >= 0)

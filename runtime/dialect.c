@@ -3,14 +3,24 @@
  * Each dialect keeps its kernels in a table indexed by opcode, defined in
  * its own file; this file only says which table belongs to which dialect.
  * A dialect this build lacks has no table, and every statement bound to it
- * is refused by the executor with a located error.
+ * is refused by the executor with a located error. Dialects that prepare
+ * their kernels ahead (compile them) also have hooks.
  */
 #include "runtime/dialects.h"
 
 static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CPU_REF] = raf_cpuref_kernels,
     [RAF_DIALECT_CBLAS] = raf_cblas_kernels,
+    [RAF_DIALECT_LLVM] = raf_llvm_kernels,
 };
+
+static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
+    [RAF_DIALECT_LLVM] = &raf_llvm_hooks,
+};
+
+const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d) {
+  return d >= 0 && d < RAF_DIALECT_COUNT ? hooks[d] : NULL;
+}
 
 raf_kernel_fn raf_dialect_kernel(raf_dialect d, raf_opcode op) {
   if (d < 0 || d >= RAF_DIALECT_COUNT || !tables[d] || op < 0 ||

@@ -1,7 +1,9 @@
-/* dialects.h: the kernel tables of the dialects, one per dialect file.
+/* dialects.h: the kernel tables of the dialects, one per dialect file,
+ * and the hooks of the dialects that prepare their kernels ahead.
  *
- * Each is indexed by opcode; NULL where the dialect has no kernel. The
- * executor reaches them only through raf_dialect_kernel.
+ * Each table is indexed by opcode; NULL where the dialect has no kernel.
+ * The executor reaches them only through raf_dialect_kernel and
+ * raf_dialect_hooks.
  */
 #ifndef RAF_DIALECTS_H
 #define RAF_DIALECTS_H
@@ -10,5 +12,29 @@
 
 extern const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_cblas_kernels[RAF_OP_COUNT];
+extern const raf_kernel_fn raf_llvm_kernels[RAF_OP_COUNT];
+
+/* Hooks of a dialect whose kernels need work before the first call (the
+ * llvm dialect compiles the fused functions its calls name). Each member
+ * may be NULL.
+ *   prepare  at raf_exec_create, before any statement is bound: prepares
+ *            what m's statements annotated with the dialect need; *state
+ *            is the dialect's own for this executor. RAF_ERROR (reported)
+ *            fails raf_exec_create.
+ *   bind     when the executor binds statement s to the dialect: the data
+ *            its kernel gets as raf_kernel.bound. NULL declines s; a
+ *            declined `call` runs its callee statement by statement.
+ *   release  at raf_exec_destroy: frees the state. */
+typedef struct raf_dialect_hooks {
+  raf_status (*prepare)(raf_exec *ex, raf_ctx *ctx, raf_module *m,
+                        void **state);
+  const void *(*bind)(void *state, const raf_stmt *s);
+  void (*release)(void *state);
+} raf_dialect_hooks;
+
+/* The hooks of dialect d, or NULL when it has none. */
+const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
+
+extern const raf_dialect_hooks raf_llvm_hooks;
 
 #endif

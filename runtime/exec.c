@@ -8,6 +8,18 @@
  * and returned values move to the caller, so neither is freed. Plans are
  * made once per function at raf_exec_create, so a call does no lookups.
  *
+ * Calls. A `call` with no dialect annotation runs the callee's plan. One
+ * annotated with a dialect (the dispatch pass's call rule: a dialect that
+ * compiles the fused callee as a whole) runs that dialect's `call` kernel
+ * like any statement, unless the dialect declines it at binding; then it
+ * runs the callee's plan too.
+ *
+ * Dialect hooks (runtime/dialects.h). Before planning, raf_exec_create
+ * calls each dialect's prepare hook (the llvm dialect compiles the fused
+ * functions its calls name); binding a statement asks the dialect's bind
+ * hook for the data its kernel gets (raf_kernel.bound). Nothing here knows
+ * what a dialect does with them.
+ *
  * Memory. Every tensor comes from raf_exec_alloc, which keeps the live and
  * peak byte counts that --print-memory reports. Freed buffers are kept for
  * reuse by the next request of the same rounded size (a training step asks
@@ -17,6 +29,7 @@
  */
 #include "runtime/exec.h"
 
+#include "runtime/dialects.h"
 #include "runtime/pool.h"
 
 #include <math.h>
@@ -27,7 +40,8 @@
 
 typedef struct step {
   raf_stmt *stmt;
-  raf_kernel_fn kernel; /* NULL for call and return */
+  raf_kernel_fn kernel; /* NULL for a call that runs its callee's plan */
+  const void *bound;    /* the dialect's bind hook's data */
   struct plan *callee;  /* call */
   int *in, *out, *dies; /* slots */
   int ndies;
@@ -58,6 +72,7 @@ struct raf_exec {
   plan *plans;
   size_t live, peak;
   spare *spares[SPARE_BUCKETS]; /* by (size / 64) % SPARE_BUCKETS */
+  void *dialect_state[RAF_DIALECT_COUNT]; /* the dialect hooks' */
 };
 
 raf_status raf_kernel_fail(const raf_kernel *k, const char *fmt, ...) {
@@ -193,6 +208,37 @@ static raf_kernel_fn bind(raf_exec *ex, const raf_stmt *s) {
   return k;
 }
 
+/* The bind hook's data for s in dialect d (NULL when none). */
+static const void *bind_data(raf_exec *ex, const raf_stmt *s, raf_dialect d,
+                             bool *has_hook) {
+  const raf_dialect_hooks *h = raf_dialect_hooks_of(d);
+  *has_hook = h && h->bind;
+  return *has_hook ? h->bind(ex->dialect_state[d], s) : NULL;
+}
+
+/* A call's kernel: NULL runs the callee's plan (no annotation, or the
+ * dialect declined it); *ok false after a located error. */
+static raf_kernel_fn bind_call(raf_exec *ex, const raf_stmt *s,
+                               const void **bound, bool *ok) {
+  const char *name = raf_stmt_attr_str(s, "dialect");
+  *bound = NULL;
+  if (!name)
+    return NULL;
+  raf_dialect d;
+  if (!raf_dialect_from_name(name, strlen(name), &d) ||
+      !raf_dialect_implements_call(d, s->callee)) {
+    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
+                    "call: dialect '%s' does not implement a call of @%s",
+                    name, s->callee->name);
+    *ok = false;
+    return NULL;
+  }
+  bool has_hook;
+  *bound = bind_data(ex, s, d, &has_hook);
+  raf_kernel_fn k = raf_dialect_kernel(d, s->op);
+  return k && (*bound || !has_hook) ? k : NULL;
+}
+
 static int *slots_of(raf_strmap *slot_of, raf_value *const *v, int n) {
   int *out = calloc(n > 0 ? (size_t)n : 1, sizeof(int));
   for (int i = 0; out && i < n; i++)
@@ -256,9 +302,16 @@ static plan *make_plan(raf_exec *ex, raf_func *f) {
       dies_at[st->in[i]] = k;
     for (int r = 0; ok && r < s->nresults; r++)
       dies_at[st->out[r]] = k;
-    if (s->op != RAF_OP_CALL && ok) {
+    if (s->op == RAF_OP_CALL && ok) {
+      st->kernel = bind_call(ex, s, &st->bound, &ok);
+    } else if (ok) {
       st->kernel = bind(ex, s);
       ok = st->kernel != NULL;
+      const char *name = raf_stmt_attr_str(s, "dialect");
+      raf_dialect d;
+      bool has_hook;
+      if (ok && raf_dialect_from_name(name, strlen(name), &d))
+        st->bound = bind_data(ex, s, d, &has_hook);
     }
     k++;
   }
@@ -315,7 +368,12 @@ raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
   }
   ex->pool = raf_pool_create(threads);
   bool ok = ex->pool != NULL;
-  for (raf_func *f = m->first; f; f = f->next) {
+  for (int d = 0; ok && d < RAF_DIALECT_COUNT; d++) {
+    const raf_dialect_hooks *h = raf_dialect_hooks_of((raf_dialect)d);
+    if (h && h->prepare)
+      ok = h->prepare(ex, ctx, m, &ex->dialect_state[d]) == RAF_OK;
+  }
+  for (raf_func *f = m->first; ok && f; f = f->next) {
     plan *p = make_plan(ex, f);
     if (!p) {
       ok = false;
@@ -343,6 +401,11 @@ void raf_exec_destroy(raf_exec *ex) {
     ex->plans = p->next;
     free_plan(p);
   }
+  for (int d = 0; d < RAF_DIALECT_COUNT; d++) {
+    const raf_dialect_hooks *h = raf_dialect_hooks_of((raf_dialect)d);
+    if (h && h->release && ex->dialect_state[d])
+      h->release(ex->dialect_state[d]);
+  }
   raf_pool_destroy(ex->pool);
   for (int b = 0; b < SPARE_BUCKETS; b++)
     while (ex->spares[b]) {
@@ -351,6 +414,10 @@ void raf_exec_destroy(raf_exec *ex) {
       free(sp);
     }
   free(ex);
+}
+
+void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d) {
+  return d >= 0 && d < RAF_DIALECT_COUNT ? ex->dialect_state[d] : NULL;
 }
 
 /* ---- Running -------------------------------------------------------------- */
@@ -414,7 +481,7 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
   raf_stmt *s = st->stmt;
   for (int i = 0; i < s->noperands; i++)
     in[i] = slot[st->in[i]];
-  if (s->op == RAF_OP_CALL) {
+  if (s->op == RAF_OP_CALL && !st->kernel) {
     raf_status rc = run_plan(ex, st->callee, in, out);
     for (int r = 0; r < s->nresults; r++)
       slot[st->out[r]] = out[r];
@@ -425,7 +492,7 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
     if (!out[r])
       return RAF_ERROR;
   }
-  raf_kernel k = {ex, s, s->noperands, s->nresults, in, out};
+  raf_kernel k = {ex, s, s->noperands, s->nresults, in, out, st->bound};
   if (st->kernel(&k) != RAF_OK)
     return RAF_ERROR;
   if (ex->opts.check_numerics)

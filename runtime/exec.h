@@ -5,7 +5,9 @@
  * and plans each function once: a slot per value, and after each statement
  * the slots whose last use it was, which are freed there. A call then runs
  * the plan: allocate the results of a statement, run its kernel, free what
- * died. `call` statements run the callee's plan recursively.
+ * died. `call` statements run the callee's plan recursively, unless the
+ * dispatch pass gave them a dialect that compiles the callee (the llvm
+ * dialect's JIT-compiled kernels): those run that dialect's kernel.
  *
  * Tensor memory is counted: raf_exec_peak_bytes is the most that was live
  * at once, arguments and results included.
@@ -42,6 +44,10 @@ raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
  * buffer: the in-place donation of LANG.md's training conventions. */
 void raf_exec_donate(raf_func *f, raf_tensor *const *args,
                      raf_tensor *const *results);
+
+/* The state a dialect's prepare hook made for this executor (dialects.h),
+ * or NULL. */
+void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d);
 
 size_t raf_exec_live_bytes(const raf_exec *ex);
 size_t raf_exec_peak_bytes(const raf_exec *ex);

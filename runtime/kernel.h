@@ -32,6 +32,9 @@ typedef struct raf_kernel {
   int nin, nout;
   raf_tensor *const *in;
   raf_tensor *const *out;
+  /* What the dialect's bind hook prepared for this statement (dialects.h),
+   * or NULL. */
+  const void *bound;
 } raf_kernel;
 
 typedef raf_status (*raf_kernel_fn)(const raf_kernel *k);

@@ -29,6 +29,23 @@ config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%FileCheck", os.path.join(llvm_bin, "FileCheck")))
 
+# The llvm dialect's JIT keeps its kernel cache in the build tree, not in
+# $HOME (tests of the cache use directories of their own), and computes
+# exp, log, tanh, ... with scalar libm calls, bit-identical to cpu-ref, so
+# that a fused function and its statements give the same digits; the tests
+# of the vectorised math (libmvec, the default) ask for it with
+# RAF_JIT_MATH=vector.
+config.environment["RAF_CACHE_DIR"] = os.environ.get(
+    "RAF_CACHE_DIR", os.path.join(raf_bin, "lit-kernel-cache"))
+config.environment["RAF_JIT_MATH"] = os.environ.get("RAF_JIT_MATH", "exact")
+
+# PTX tests say `REQUIRES: ptxas`: the CUDA toolkit's assembler checks the
+# PTX that raf-opt --emit=ptx writes.
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")

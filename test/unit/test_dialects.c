@@ -1,10 +1,13 @@
 /* test_dialects.c: every (dialect, op) that lang/dialects.def promises has
  * a kernel, and the reference dialect has one for every op but call and
- * return (which the executor runs). Fails when a row is added to ops.def or
- * dialects.def without its kernel. */
+ * return (which the executor runs); a dialect with FUSED rows has a kernel
+ * for call, and the call rule (raf_dialect_implements_call) follows its
+ * rows. Fails when a row is added to ops.def or dialects.def without its
+ * kernel. */
 #include "runtime/kernel.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int failures;
 #include "test/unit/check.h"
@@ -13,7 +16,8 @@ int main(void) {
   for (int d = 0; d < RAF_DIALECT_COUNT; d++) {
     const raf_dialect_info *info = raf_dialect_get((raf_dialect)d);
     for (int op = 0; op < RAF_OP_COUNT; op++) {
-      bool promised = false;
+      bool promised = op == RAF_OP_CALL &&
+                      raf_dialect_compiles_fused((raf_dialect)d);
       for (int dt = 0; dt < RAF_DTYPE_COUNT; dt++)
         promised |= raf_dialect_implements((raf_dialect)d, (raf_opcode)op,
                                            (raf_dtype)dt);
@@ -36,6 +40,39 @@ int main(void) {
   CHECK(raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_F32));
   CHECK(!raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_F16));
   CHECK(!raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_ADD, RAF_F32));
+  /* The llvm dialect compiles fused functions and runs nothing alone. */
+  CHECK(raf_dialect_from_name("llvm", 4, &d) && d == RAF_DIALECT_LLVM);
+  CHECK(raf_dialect_compiles_fused(RAF_DIALECT_LLVM));
+  CHECK(!raf_dialect_compiles_fused(RAF_DIALECT_CPU_REF));
+  CHECK(raf_dialect_fuses(RAF_DIALECT_LLVM, RAF_OP_EXP, RAF_BF16));
+  CHECK(!raf_dialect_fuses(RAF_DIALECT_LLVM, RAF_OP_EXP, RAF_I32));
+  CHECK(!raf_dialect_fuses(RAF_DIALECT_LLVM, RAF_OP_MATMUL, RAF_F32));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_LLVM, RAF_OP_ADD, RAF_F32));
+  const char *text =
+      "func @fused_0(%x: f32[4]) -> f32[4] {fused} {\n"
+      "  %y = exp(%x)\n  return %y\n}\n"
+      "func @plain(%x: f32[4]) -> f32[4] {\n  %y = exp(%x)\n  return %y\n}\n"
+      "func @fused_1(%x: i32[4]) -> i32[4] {fused} {\n"
+      "  %y = mul(%x, %x)\n  return %y\n}\n"
+      "func @fused_2(%x: f32[4,4]) -> f32[4,4] {fused} {\n"
+      "  %y = matmul(%x, %x)\n  return %y\n}\n";
+  raf_ctx *ctx = raf_ctx_create();
+  raf_module *m = raf_parse_module(ctx, "t.raf", text, strlen(text), 1);
+  CHECK(m != NULL);
+  if (m) {
+    CHECK(raf_dialect_implements_call(RAF_DIALECT_LLVM,
+                                      raf_module_find_func(m, "fused_0")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_LLVM,
+                                       raf_module_find_func(m, "plain")));
+    CHECK(raf_dialect_implements_call(RAF_DIALECT_LLVM,
+                                      raf_module_find_func(m, "fused_1")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_LLVM,
+                                       raf_module_find_func(m, "fused_2")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_CPU_REF,
+                                       raf_module_find_func(m, "fused_0")));
+  }
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
   if (failures)
     fprintf(stderr, "test_dialects: %d failures\n", failures);
   return failures != 0;

@@ -1,0 +1,122 @@
+/* codegen.h: LLVM lowering of fused functions, the API of codegen/ for the
+ * runtime (the llvm dialect, runtime/llvm.c) and the tools (raf-opt
+ * --emit=llvm|ptx).
+ *
+ * One lowering (codegen/lower.c) turns a fused function (`{fused}`) into a
+ * kernel over its iteration space (codegen/plan.h): elementwise and
+ * broadcast chains with constants, and reductions and row ops (sum, mean,
+ * max, min, softmax, log_softmax, layer_norm, cross_entropy with reduction
+ * "none", mse_loss) over trailing axes with their elementwise producers and
+ * consumers. A function it does not take is *declined* with a reason; the
+ * runtime then runs it statement by statement.
+ *
+ * The host kernel ABI:
+ *
+ *   void kernel(void *const *bufs, int64_t begin, int64_t end);
+ *
+ * bufs holds the function's argument buffers, then its result buffers
+ * (each in C order, of its type), then raf_cg_info.nscratch scratch
+ * arrays of rows doubles; [begin, end) is a range of the parallel (outer)
+ * dimension, rows of `raf_cg_info.rows`. Rows are independent, so any
+ * split of [0, rows) into ranges computes the same bits; the call with
+ * begin == 0 also stores the results that are a single element not under a
+ * row op. A kernel with a total (cross_entropy "mean"/"sum") also has
+ *
+ *   void kernel_final(void *const *bufs);
+ *
+ * to call once after every row: it adds the rows' losses up in row order
+ * and stores the results computed from them. The NVPTX ABI is the same
+ * bodies as kernels of separate pointer parameters (and the row count; see
+ * lower.h).
+ *
+ * Library code: errors are diagnostics or messages, never prints or exits.
+ */
+#ifndef RAF_CODEGEN_H
+#define RAF_CODEGEN_H
+
+#include "ir/ir.h"
+
+#include <stdio.h>
+
+typedef void (*raf_cg_host_fn)(void *const *bufs, int64_t begin,
+                               int64_t end);
+typedef void (*raf_cg_final_fn)(void *const *bufs);
+
+/* A compiled kernel: `rows` calls of fn over ranges of rows, then one of
+ * final (when not NULL). */
+typedef struct raf_cg_kernel {
+  raf_cg_host_fn fn;
+  raf_cg_final_fn final;
+} raf_cg_kernel;
+
+/* A cross_entropy's labels, which the caller checks before running the
+ * kernel: every label of argument `arg` is in [0, classes) or is `ignore`
+ * (the kernel reads no logit for a bad one, but computes garbage). */
+typedef struct raf_cg_label_check {
+  int arg;
+  int64_t classes, ignore;
+  const raf_stmt *stmt;
+} raf_cg_label_check;
+
+/* How to run a kernel: `rows` rows in ranges of `grain` rows (fixed by
+ * the shapes, so the split never depends on the thread count), with
+ * `nscratch` scratch arrays of `rows` doubles after the results in bufs. */
+typedef struct raf_cg_info {
+  int64_t rows, grain;
+  int nscratch;
+  int nchecks;
+  raf_cg_label_check checks[8];
+} raf_cg_info;
+
+/* Whether the lowering takes f; when it does not, why (a phrase) goes into
+ * why. Fills *info when not NULL. */
+bool raf_cg_supports(const raf_func *f, raf_cg_info *info, char *why,
+                     size_t size);
+
+/* ---- Emission (raf-opt) --------------------------------------------------- */
+
+typedef enum raf_cg_emit_kind { RAF_CG_EMIT_LLVM, RAF_CG_EMIT_PTX } raf_cg_emit_kind;
+
+typedef struct raf_cg_emit_options {
+  raf_cg_emit_kind kind;
+  const char *cuda_arch; /* PTX: "sm_80" (default), "sm_90", ... */
+  const char *cpu;       /* LLVM IR: the CPU to tune for; NULL: the host */
+  bool optimize;         /* run the O3 pipeline (default in raf-opt) */
+} raf_cg_emit_options;
+
+/* Writes one LLVM module (textual IR for the host, or PTX) holding the
+ * kernel of every fused function of m, named after it ("fused_3"); a fused
+ * function the lowering declines becomes a comment line
+ * ("; @fused_3: not compiled: <why>" or "// ..." in PTX). Errors are
+ * reported to ctx. */
+raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
+                       const raf_cg_emit_options *o, FILE *out);
+
+/* ---- The x86-64 JIT (the llvm dialect) ----------------------------------- */
+
+typedef struct raf_jit raf_jit;
+
+typedef struct raf_jit_stats {
+  int compiled; /* kernels compiled by LLVM in this JIT */
+  int cached;   /* kernels loaded from the disk cache */
+  int reused;   /* fused functions whose kernel another one already had */
+  int declined; /* fused functions the lowering does not take */
+  int cache_rejected; /* cache entries found corrupt and rewritten */
+  double compile_ms;  /* time spent lowering, compiling and loading */
+  const char *cache_dir; /* NULL when the disk cache is off */
+} raf_jit_stats;
+
+/* A JIT for this host (ORC LLJIT), with the kernel cache of cache.c; NULL
+ * when LLVM cannot make one (reported to ctx). */
+raf_jit *raf_jit_create(raf_ctx *ctx);
+void raf_jit_destroy(raf_jit *j);
+
+/* The kernel of fused function f, compiled or found in the cache. false
+ * when the lowering declines f (*declined set, why filled) or on an error
+ * (reported to the JIT's context, at f). */
+bool raf_jit_compile(raf_jit *j, const raf_func *f, raf_cg_kernel *kernel,
+                     raf_cg_info *info, bool *declined, char *why,
+                     size_t size);
+void raf_jit_get_stats(const raf_jit *j, raf_jit_stats *out);
+
+#endif

@@ -1,0 +1,788 @@
+/* lower.c: a kernel plan (plan.h) as an LLVM function (lower.h).
+ *
+ * The function's body:
+ *
+ *   if (first row of the whole range) store the uniform results;
+ *   for (r = begin; r < end; r++) {        // one row of the parallel range
+ *     split r into the outer dims' indices;
+ *     for each row op, in statement order:  // the row phase
+ *       for (inner dims...) accumulate;     // one nest per pass over the row
+ *       finish the row's values (max, sum, mean, rstd, loss, ...);
+ *     store the row results;
+ *     for (inner dims...) store the full results;
+ *   }
+ *
+ * Values are evaluated on demand at the current point of the iteration
+ * space (the indices in e->idx), each use under its map (plan.h), and
+ * remembered per (value, map) in a stack of scopes that follows the loop
+ * nests, so a value used twice at one point is computed once. Row values
+ * live in the row's scope; LLVM's LICM hoists whatever does not depend on
+ * an inner index. Accumulators are allocas that SROA turns into the phis
+ * the loop vectorizer recognises as reductions; the double accumulations
+ * of float sums carry the `reassoc` flag so that they vectorize.
+ */
+#include "codegen/lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Memo ----------------------------------------------------------------- */
+
+static LLVMValueRef memo_get(cg_emitter *e, const raf_value *v, cg_map m) {
+  for (int i = e->nmemo - 1; i >= 0; i--)
+    if (e->memo[i].v == v && cg_map_equal(&e->memo[i].map, &m, v->type->rank))
+      return e->memo[i].val;
+  return NULL;
+}
+
+static void memo_put(cg_emitter *e, const raf_value *v, cg_map m,
+                     LLVMValueRef val) {
+  if (e->nmemo == e->capmemo) {
+    int cap = e->capmemo ? 2 * e->capmemo : 64;
+    cg_memo *n = realloc(e->memo, sizeof *n * (size_t)cap);
+    if (!n) {
+      cg_fail(e, "out of memory");
+      return;
+    }
+    e->memo = n;
+    e->capmemo = cap;
+  }
+  e->memo[e->nmemo++] = (cg_memo){v, m, val};
+}
+
+/* ---- Loops ---------------------------------------------------------------- */
+
+typedef struct loop {
+  LLVMBasicBlockRef header, exit;
+  LLVMValueRef iv, step;
+} loop;
+
+static LLVMValueRef i64c(cg_emitter *e, int64_t v) {
+  return LLVMConstInt(e->i64, (unsigned long long)v, true);
+}
+
+/* for (iv = from; iv < to; iv += step): leaves the builder in the body. */
+static LLVMValueRef loop_open(cg_emitter *e, loop *L, LLVMValueRef from,
+                              LLVMValueRef to, LLVMValueRef step) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->B);
+  L->header = LLVMAppendBasicBlockInContext(e->C, e->fn, "loop");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(e->C, e->fn, "body");
+  L->exit = LLVMAppendBasicBlockInContext(e->C, e->fn, "done");
+  L->step = step;
+  LLVMBuildBr(e->B, L->header);
+  LLVMPositionBuilderAtEnd(e->B, L->header);
+  L->iv = LLVMBuildPhi(e->B, e->i64, "i");
+  LLVMAddIncoming(L->iv, &from, &pre, 1);
+  LLVMBuildCondBr(e->B, LLVMBuildICmp(e->B, LLVMIntSLT, L->iv, to, ""), body,
+                  L->exit);
+  LLVMPositionBuilderAtEnd(e->B, body);
+  return L->iv;
+}
+
+static void loop_close(cg_emitter *e, loop *L) {
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->B);
+  LLVMValueRef next = LLVMBuildNSWAdd(e->B, L->iv, L->step, "");
+  LLVMBuildBr(e->B, L->header);
+  LLVMAddIncoming(L->iv, &next, &latch, 1);
+  LLVMPositionBuilderAtEnd(e->B, L->exit);
+}
+
+/* The inner dims' loops: open sets their indices, close clears them and
+ * drops what was remembered inside. */
+typedef struct nest {
+  loop loops[RAF_MAX_RANK];
+  int n, memo_mark;
+} nest;
+
+static void nest_open(cg_emitter *e, nest *N) {
+  const cg_plan *p = e->p;
+  N->memo_mark = e->nmemo;
+  N->n = 0;
+  for (int c = p->ncouter; c < p->ncdims; c++)
+    e->idx[c] = loop_open(e, &N->loops[N->n++], i64c(e, 0),
+                          i64c(e, p->cdims[c].extent), i64c(e, 1));
+}
+
+static void nest_close(cg_emitter *e, nest *N) {
+  for (int k = N->n - 1; k >= 0; k--)
+    loop_close(e, &N->loops[k]);
+  for (int c = e->p->ncouter; c < e->p->ncdims; c++)
+    e->idx[c] = NULL;
+  e->nmemo = N->memo_mark;
+}
+
+/* ---- Evaluation ----------------------------------------------------------- */
+
+/* The element offset of a leaf access of type t under map m. */
+static LLVMValueRef leaf_offset(cg_emitter *e, const raf_type *t, cg_map m) {
+  const cg_plan *p = e->p;
+  int64_t coef[RAF_MAX_RANK];
+  cg_leaf_coef(p, t, m, coef);
+  LLVMValueRef off = NULL;
+  for (int c = 0; c < p->ncdims; c++) {
+    int64_t k = coef[p->cdims[c].last];
+    if (k == 0)
+      continue;
+    if (!e->idx[c]) {
+      cg_fail(e, "internal: an index read outside its loop");
+      return i64c(e, 0);
+    }
+    LLVMValueRef term =
+        k == 1 ? e->idx[c] : LLVMBuildNSWMul(e->B, e->idx[c], i64c(e, k), "");
+    off = off ? LLVMBuildNSWAdd(e->B, off, term, "") : term;
+  }
+  return off ? off : i64c(e, 0);
+}
+
+/* The global holding a dense constant's data. */
+static LLVMValueRef const_global(cg_emitter *e, const raf_stmt *s) {
+  for (int i = 0; i < e->nconsts; i++)
+    if (e->consts[i] == s)
+      return e->const_globals[i];
+  const raf_type *t = s->results[0]->type;
+  size_t n = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+  LLVMValueRef init =
+      LLVMConstStringInContext(e->C, s->cdata->data, (unsigned)n, true);
+  LLVMValueRef g = LLVMAddGlobal(e->M, LLVMTypeOf(init), "raf.const");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, true);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  LLVMSetAlignment(g, 16);
+  e->consts[e->nconsts] = s;
+  e->const_globals[e->nconsts++] = g;
+  return g;
+}
+
+static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m);
+
+static LLVMValueRef operand(cg_emitter *e, const raf_stmt *s, int i,
+                            cg_map m) {
+  const raf_value *u = s->operands[i].value;
+  return eval(e, u, cg_map_operand(u->type, s->results[0]->type, m));
+}
+
+static int rowop_index(const cg_emitter *e, const raf_stmt *s) {
+  for (int i = 0; i < e->p->nrowops; i++)
+    if (e->p->rowops[i] == s)
+      return i;
+  return -1;
+}
+
+/* A full result of a row op at the current point. */
+static LLVMValueRef row_full(cg_emitter *e, const raf_stmt *s, cg_map m) {
+  int k = rowop_index(e, s);
+  const cg_aux *a = &e->aux[k];
+  raf_dtype dt = s->results[0]->type->dtype, w = cg_work_dtype(dt);
+  LLVMBuilderRef B = e->B;
+  LLVMValueRef x = operand(e, s, 0, m);
+  switch (s->op) {
+  case RAF_OP_SOFTMAX: { /* (T)((double)exp(x - top) / total) */
+    LLVMValueRef d = LLVMBuildFSub(B, x, a->top, "");
+    LLVMValueRef ex = cg_to_f64(e, cg_math(e, "exp", w, d, NULL));
+    return cg_from_f64(e, LLVMBuildFDiv(B, ex, a->total, ""), w);
+  }
+  case RAF_OP_LOG_SOFTMAX: /* (x - top) - lse */
+    return LLVMBuildFSub(B, LLVMBuildFSub(B, x, a->top, ""), a->lse, "");
+  default: { /* layer_norm: (x - m) * rstd * g + b */
+    LLVMValueRef g = operand(e, s, 1, m), b = operand(e, s, 2, m);
+    LLVMValueRef y = LLVMBuildFMul(B, LLVMBuildFSub(B, x, a->mean, ""),
+                                   a->rstd, "");
+    return LLVMBuildFAdd(B, LLVMBuildFMul(B, y, g, ""), b, "");
+  }
+  }
+}
+
+static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
+  LLVMValueRef r = memo_get(e, v, m);
+  if (r || e->failed)
+    return r ? r : LLVMGetUndef(cg_compute_type(e, v->type->dtype));
+  const raf_stmt *s = v->def;
+  raf_dtype dt = v->type->dtype;
+  if (!s) {
+    r = cg_load(e, e->bufs[v->index], leaf_offset(e, v->type, m), dt);
+  } else if (s->op == RAF_OP_CONSTANT) {
+    if (!s->cdata->splat && v->type->numel > 1)
+      r = cg_load(e, const_global(e, s), leaf_offset(e, v->type, m), dt);
+    else if (raf_dtype_is_float(dt))
+      r = cg_const(e, dt, raf_const_get_f64(dt, s->cdata, 0));
+    else
+      r = LLVMConstInt(cg_compute_type(e, dt),
+                       (unsigned long long)raf_const_get_i64(dt, s->cdata, 0),
+                       true);
+  } else if (cg_is_rowop(s)) {
+    if (s->op != RAF_OP_SOFTMAX && s->op != RAF_OP_LOG_SOFTMAX &&
+        s->op != RAF_OP_LAYER_NORM) {
+      cg_fail(e, "internal: the result of %s read before its row phase",
+              raf_op_table[s->op].name);
+      return LLVMGetUndef(cg_compute_type(e, dt));
+    }
+    r = cg_round(e, dt, row_full(e, s, m));
+  } else {
+    raf_dtype odt = s->noperands ? s->operands[0].value->type->dtype : dt;
+    switch (s->op) {
+    case RAF_OP_STOP_GRADIENT:
+    case RAF_OP_BROADCAST_TO:
+      r = operand(e, s, 0, m);
+      break;
+    case RAF_OP_CAST:
+      r = cg_convert(e, operand(e, s, 0, m), odt, dt);
+      break;
+    case RAF_OP_WHERE:
+      r = LLVMBuildSelect(e->B, operand(e, s, 0, m), operand(e, s, 1, m),
+                          operand(e, s, 2, m), "");
+      break;
+    case RAF_OP_EQ:
+    case RAF_OP_NE:
+    case RAF_OP_LT:
+    case RAF_OP_LE:
+    case RAF_OP_GT:
+    case RAF_OP_GE:
+      r = cg_compare(e, s->op, odt, operand(e, s, 0, m), operand(e, s, 1, m));
+      break;
+    case RAF_OP_MSE_LOSS: { /* reduction none: (a - b) * (a - b) */
+      LLVMValueRef d = LLVMBuildFSub(e->B, operand(e, s, 0, m),
+                                     operand(e, s, 1, m), "");
+      r = cg_round(e, dt, LLVMBuildFMul(e->B, d, d, ""));
+      break;
+    }
+    default:
+      if (s->noperands == 1)
+        r = cg_round(e, dt, cg_unary(e, s, odt, operand(e, s, 0, m)));
+      else
+        r = cg_round(e, dt,
+                     cg_binary(e, s->op, odt, operand(e, s, 0, m),
+                               operand(e, s, 1, m)));
+      break;
+    }
+  }
+  memo_put(e, v, m, r);
+  return r;
+}
+
+/* ---- Row phases ----------------------------------------------------------- */
+
+static LLVMValueRef alloca_init(cg_emitter *e, LLVMValueRef init) {
+  LLVMValueRef a = LLVMBuildAlloca(e->A, LLVMTypeOf(init), "acc");
+  LLVMBuildStore(e->B, init, a);
+  return a;
+}
+
+static LLVMValueRef acc_load(cg_emitter *e, LLVMValueRef a, LLVMTypeRef t) {
+  return LLVMBuildLoad2(e->B, t, a, "");
+}
+
+/* The row's NaN-propagating maximum of x (in its work type). */
+static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
+  raf_dtype dt = x->type->dtype;
+  LLVMTypeRef t = cg_compute_type(e, dt);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(t, -1.0 / 0.0));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  LLVMBuildStore(e->B, cg_max(e, dt, acc_load(e, a, t), v, false), a);
+  nest_close(e, &N);
+  return acc_load(e, a, t);
+}
+
+/* The row's sum in double of exp(x - top). */
+static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
+                                LLVMValueRef top) {
+  raf_dtype w = cg_work_dtype(x->type->dtype);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  LLVMValueRef ex =
+      cg_math(e, "exp", w, LLVMBuildFSub(e->B, v, top, ""), NULL);
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64),
+                                       cg_to_f64(e, ex)), a);
+  nest_close(e, &N);
+  return acc_load(e, a, e->f64);
+}
+
+/* sum, mean, max, min over the row. */
+static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
+  const raf_value *x = s->operands[0].value;
+  raf_dtype dt = x->type->dtype, rt = s->results[0]->type->dtype;
+  bool fl = raf_dtype_is_float(dt);
+  bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
+  bool min = s->op == RAF_OP_MIN;
+  LLVMTypeRef t = fl && sum ? e->f64 : cg_compute_type(e, dt);
+  LLVMValueRef init;
+  if (fl)
+    init = LLVMConstReal(t, sum ? 0 : min ? 1.0 / 0.0 : -1.0 / 0.0);
+  else if (sum)
+    init = LLVMConstInt(t, 0, false);
+  else if (dt == RAF_U8)
+    init = LLVMConstInt(t, min ? 255 : 0, false);
+  else { /* INT_MAX or INT_MIN of the width */
+    uint64_t top = 1ull << (LLVMGetIntTypeWidth(t) - 1);
+    init = LLVMConstInt(t, min ? top - 1 : top, false);
+  }
+  LLVMValueRef a = alloca_init(e, init);
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  LLVMValueRef acc = acc_load(e, a, t), next;
+  if (sum && fl)
+    next = cg_fadd_reassoc(e, acc, cg_to_f64(e, v));
+  else if (sum)
+    next = LLVMBuildAdd(e->B, acc, v, "");
+  else
+    next = cg_max(e, dt, acc, v, min);
+  LLVMBuildStore(e->B, next, a);
+  nest_close(e, &N);
+  LLVMValueRef r = acc_load(e, a, t);
+  if (s->op == RAF_OP_MEAN) /* NaN for no elements, as 0 / 0 */
+    r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
+  if (fl && sum)
+    r = cg_from_f64(e, r, cg_work_dtype(rt));
+  return cg_round(e, rt, r);
+}
+
+static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
+  const raf_value *x = s->operands[0].value;
+  raf_dtype w = cg_work_dtype(x->type->dtype);
+  cg_map id = cg_map_identity(e->p, x->type);
+  LLVMValueRef n = LLVMConstReal(e->f64, (double)e->p->cols);
+  LLVMValueRef acc = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = cg_to_f64(e, eval(e, x, id));
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, e->f64), v), acc);
+  nest_close(e, &N);
+  LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_load(e, acc, e->f64), n, "");
+  LLVMValueRef sq = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest_open(e, &N);
+  LLVMValueRef d =
+      LLVMBuildFSub(e->B, cg_to_f64(e, eval(e, x, id)), mean, "");
+  LLVMBuildStore(e->B,
+                 cg_fadd_reassoc(e, acc_load(e, sq, e->f64),
+                                 LLVMBuildFMul(e->B, d, d, "")),
+                 sq);
+  nest_close(e, &N);
+  /* rstd = 1 / sqrt(sq / n + eps), in double */
+  LLVMValueRef var = LLVMBuildFAdd(
+      e->B, LLVMBuildFDiv(e->B, acc_load(e, sq, e->f64), n, ""),
+      LLVMConstReal(e->f64, raf_stmt_attr_float(s, "eps")), "");
+  LLVMValueRef rstd = LLVMBuildFDiv(
+      e->B, LLVMConstReal(e->f64, 1),
+      cg_intrinsic(e, "llvm.sqrt", e->f64, &var, 1), "");
+  a->mean = cg_from_f64(e, mean, w);
+  a->rstd = cg_from_f64(e, rstd, w);
+}
+
+/* cross_entropy: log(sum exp(x - top)) - (x[label] - top) in double, 0
+ * where the label is ignore_index (*ignored says so). */
+static LLVMValueRef row_cross_entropy(cg_emitter *e, const raf_stmt *s,
+                                      LLVMValueRef *ignored_out) {
+  const cg_plan *p = e->p;
+  const raf_value *x = s->operands[0].value, *lab = s->operands[1].value;
+  LLVMValueRef top = row_max(e, x);
+  LLVMValueRef total = row_sum_exp(e, x, top);
+  cg_map rm;
+  cg_map_row(p, lab->type, &rm);
+  LLVMValueRef label =
+      cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);
+  int64_t classes = x->type->dims[x->type->rank - 1];
+  LLVMValueRef ignored =
+      LLVMBuildICmp(e->B, LLVMIntEQ, label,
+                    i64c(e, raf_stmt_attr_int(s, "ignore_index")), "");
+  /* The runtime checked the labels; a bad one must still not read out of
+   * the row. */
+  LLVMValueRef inside =
+      LLVMBuildICmp(e->B, LLVMIntULT, label, i64c(e, classes), "");
+  LLVMValueRef at = LLVMBuildSelect(e->B, inside, label, i64c(e, 0), "");
+  int mark = e->nmemo;
+  bool has_inner = p->ncdims > p->ncouter;
+  if (has_inner)
+    e->idx[p->ncdims - 1] = at;
+  LLVMValueRef xl = cg_to_f64(e, eval(e, x, cg_map_identity(p, x->type)));
+  if (has_inner)
+    e->idx[p->ncdims - 1] = NULL;
+  e->nmemo = mark;
+  LLVMValueRef lse =
+      cg_math(e, "log", RAF_F64, total, NULL);
+  LLVMValueRef loss = LLVMBuildFSub(
+      e->B, lse, LLVMBuildFSub(e->B, xl, cg_to_f64(e, top), ""), "");
+  *ignored_out = ignored;
+  return LLVMBuildSelect(e->B, ignored, LLVMConstReal(e->f64, 0), loss, "");
+}
+
+/* mse_loss (mean, sum): the sum in double of (a - b)^2 over the row. */
+static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
+  const raf_value *x = s->operands[0].value, *y = s->operands[1].value;
+  raf_dtype rt = s->results[0]->type->dtype;
+  cg_map id = cg_map_identity(e->p, x->type);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef d =
+      LLVMBuildFSub(e->B, eval(e, x, id),
+                    eval(e, y, cg_map_operand(y->type, x->type, id)), "");
+  LLVMValueRef sq = LLVMBuildFMul(e->B, d, d, "");
+  LLVMBuildStore(e->B,
+                 cg_fadd_reassoc(e, acc_load(e, a, e->f64), cg_to_f64(e, sq)),
+                 a);
+  nest_close(e, &N);
+  LLVMValueRef r = acc_load(e, a, e->f64);
+  if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0)
+    r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
+  return cg_round(e, rt, cg_from_f64(e, r, cg_work_dtype(rt)));
+}
+
+/* The buffers after the arguments and results: two scratch arrays of
+ * doubles (rows long) per total. */
+static int scratch_base(const cg_emitter *e) {
+  return e->p->f->nargs + e->p->f->nresults;
+}
+
+static int total_index(const cg_emitter *e, const raf_stmt *s) {
+  int t = 0;
+  for (int k = 0; k < e->p->nrowops && e->p->rowops[k] != s; k++)
+    t += cg_is_total(e->p->rowops[k]);
+  return t;
+}
+
+static void row_phase(cg_emitter *e, int k) {
+  const raf_stmt *s = e->p->rowops[k];
+  const raf_value *res = s->results[0];
+  cg_aux *a = &e->aux[k];
+  LLVMValueRef r = NULL;
+  switch (s->op) {
+  case RAF_OP_SOFTMAX:
+  case RAF_OP_LOG_SOFTMAX: {
+    const raf_value *x = s->operands[0].value;
+    a->top = row_max(e, x);
+    a->total = row_sum_exp(e, x, a->top);
+    if (s->op == RAF_OP_LOG_SOFTMAX)
+      a->lse = cg_from_f64(e, cg_math(e, "log", RAF_F64, a->total, NULL),
+                           cg_work_dtype(x->type->dtype));
+    return;
+  }
+  case RAF_OP_LAYER_NORM:
+    row_layer_norm(e, s, a);
+    return;
+  case RAF_OP_CROSS_ENTROPY: {
+    LLVMValueRef ignored;
+    LLVMValueRef loss = row_cross_entropy(e, s, &ignored);
+    if (cg_is_total(s)) { /* the row's loss and count, for the final step */
+      int t = total_index(e, s);
+      cg_store(e, e->bufs[scratch_base(e) + 2 * t], e->row, RAF_F64, loss);
+      cg_store(e, e->bufs[scratch_base(e) + 2 * t + 1], e->row, RAF_F64,
+               LLVMBuildSelect(e->B, ignored, LLVMConstReal(e->f64, 0),
+                               LLVMConstReal(e->f64, 1), ""));
+      return;
+    }
+    raf_dtype rt = res->type->dtype;
+    r = cg_round(e, rt, cg_from_f64(e, loss, cg_work_dtype(rt)));
+    break;
+  }
+  case RAF_OP_MSE_LOSS:
+    r = row_mse(e, s);
+    break;
+  default:
+    r = row_reduce(e, s);
+    break;
+  }
+  cg_map m;
+  cg_map_row(e->p, res->type, &m);
+  memo_put(e, res, m, r);
+}
+
+/* ---- The function --------------------------------------------------------- */
+
+static void store_output(cg_emitter *e, int i) {
+  const cg_output *o = &e->p->out[i];
+  const raf_value *v = o->value;
+  LLVMValueRef val = eval(e, v, o->map);
+  cg_store(e, e->bufs[e->p->f->nargs + i], leaf_offset(e, v->type, o->map),
+           v->type->dtype, val);
+}
+
+/* The body over rows [from, to) stepping by step; `first` says whether
+ * this call (or thread) owns the uniform results. */
+static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
+                      LLVMValueRef to, LLVMValueRef step) {
+  const cg_plan *p = e->p;
+  bool uniform = false, full = false;
+  for (int i = 0; i < p->nout; i++) {
+    uniform |= p->out[i].cls == CG_OUT_UNIFORM;
+    full |= p->out[i].cls == CG_OUT_FULL;
+  }
+  if (uniform) {
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, e->fn, "uniform");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(e->C, e->fn, "rows");
+    LLVMBuildCondBr(e->B, first, then, next);
+    LLVMPositionBuilderAtEnd(e->B, then);
+    int mark = e->nmemo;
+    for (int i = 0; i < p->nout; i++)
+      if (p->out[i].cls == CG_OUT_UNIFORM)
+        store_output(e, i);
+    e->nmemo = mark;
+    LLVMBuildBr(e->B, next);
+    LLVMPositionBuilderAtEnd(e->B, next);
+  }
+  loop rows;
+  LLVMValueRef r = loop_open(e, &rows, from, to, step);
+  e->row = r;
+  int mark = e->nmemo;
+  for (int c = p->ncouter - 1; c >= 0; c--) {
+    if (c == 0) {
+      e->idx[c] = r;
+      break;
+    }
+    LLVMValueRef ext = i64c(e, p->cdims[c].extent);
+    e->idx[c] = LLVMBuildURem(e->B, r, ext, "");
+    r = LLVMBuildUDiv(e->B, r, ext, "");
+  }
+  for (int k = 0; k < p->nrowops; k++)
+    row_phase(e, k);
+  for (int i = 0; i < p->nout; i++)
+    if (p->out[i].cls == CG_OUT_ROW)
+      store_output(e, i);
+  if (full) {
+    nest N;
+    nest_open(e, &N);
+    for (int i = 0; i < p->nout; i++)
+      if (p->out[i].cls == CG_OUT_FULL)
+        store_output(e, i);
+    nest_close(e, &N);
+  }
+  e->nmemo = mark;
+  for (int c = 0; c < p->ncouter; c++)
+    e->idx[c] = NULL;
+  loop_close(e, &rows);
+}
+
+/* The final step: every total added up in row order, in double (no
+ * reassociation: cpu-ref's order), then the results computed from them. */
+static void emit_final(cg_emitter *e) {
+  const cg_plan *p = e->p;
+  int t = 0;
+  for (int k = 0; k < p->nrowops; k++) {
+    const raf_stmt *s = p->rowops[k];
+    if (!cg_is_total(s))
+      continue;
+    LLVMValueRef sum = alloca_init(e, LLVMConstReal(e->f64, 0));
+    LLVMValueRef cnt = alloca_init(e, LLVMConstReal(e->f64, 0));
+    loop L;
+    LLVMValueRef r = loop_open(e, &L, i64c(e, 0), i64c(e, p->rows),
+                               i64c(e, 1));
+    LLVMValueRef a = cg_load(e, e->bufs[scratch_base(e) + 2 * t], r, RAF_F64);
+    LLVMValueRef c =
+        cg_load(e, e->bufs[scratch_base(e) + 2 * t + 1], r, RAF_F64);
+    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, sum, e->f64), a, ""),
+                   sum);
+    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, cnt, e->f64), c, ""),
+                   cnt);
+    loop_close(e, &L);
+    LLVMValueRef v = acc_load(e, sum, e->f64);
+    if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0) {
+      /* NaN when every row is ignored */
+      LLVMValueRef n = acc_load(e, cnt, e->f64);
+      LLVMValueRef none = LLVMBuildFCmp(e->B, LLVMRealOEQ, n,
+                                        LLVMConstReal(e->f64, 0), "");
+      v = LLVMBuildSelect(e->B, none, LLVMConstReal(e->f64, 0.0 / 0.0),
+                          LLVMBuildFDiv(e->B, v, n, ""), "");
+    }
+    raf_dtype rt = s->results[0]->type->dtype;
+    cg_map m;
+    memset(&m, -1, sizeof m);
+    memo_put(e, s->results[0], m, cg_round(e, rt, cg_from_f64(e, v,
+                                                  cg_work_dtype(rt))));
+    t++;
+  }
+  for (int i = 0; i < p->nout; i++)
+    if (p->out[i].cls == CG_OUT_FINAL)
+      store_output(e, i);
+  e->nmemo = 0;
+}
+
+static LLVMValueRef sreg(cg_emitter *e, const char *name) {
+  LLVMTypeRef ft = LLVMFunctionType(e->i32, NULL, 0, false);
+  LLVMValueRef f = LLVMGetNamedFunction(e->M, name);
+  if (!f)
+    f = LLVMAddFunction(e->M, name, ft);
+  return LLVMBuildZExt(e->B, LLVMBuildCall2(e->B, ft, f, NULL, 0, ""), e->i64,
+                       "");
+}
+
+static void add_attr(cg_emitter *e, LLVMValueRef f, unsigned index,
+                     const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(f, index, LLVMCreateEnumAttribute(e->C, kind, 0));
+}
+
+/* A function with nbufs noalias pointer parameters and then `tail`
+ * i64 parameters. */
+static LLVMValueRef make_fn(cg_emitter *e, const char *name, int nbufs,
+                            int tail) {
+  LLVMTypeRef params[CG_MAX_BUFS + 2];
+  for (int i = 0; i < nbufs; i++)
+    params[i] = e->ptr;
+  for (int i = 0; i < tail; i++)
+    params[nbufs + i] = e->i64;
+  LLVMValueRef f = LLVMAddFunction(
+      e->M, name,
+      LLVMFunctionType(e->void_, params, (unsigned)(nbufs + tail), false));
+  add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
+  for (int i = 0; i < nbufs; i++)
+    add_attr(e, f, (unsigned)i + 1, "noalias");
+  return f;
+}
+
+static void start_fn(cg_emitter *e, LLVMValueRef f) {
+  e->fn = f;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(e->C, f, "entry");
+  LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(e->C, f, "start");
+  LLVMPositionBuilderAtEnd(e->A, entry);
+  LLVMValueRef br = LLVMBuildBr(e->A, start);
+  LLVMPositionBuilderBefore(e->A, br);
+  LLVMPositionBuilderAtEnd(e->B, start);
+}
+
+/* A host entry point `void name(void *const *bufs[, i64, i64])` that loads
+ * the buffers from the array and calls body (which the optimizer inlines,
+ * keeping the parameters' noalias as scopes). */
+static LLVMValueRef host_entry(cg_emitter *e, const char *name,
+                               LLVMValueRef body, int nbufs, int tail) {
+  LLVMTypeRef params[3] = {e->ptr, e->i64, e->i64};
+  LLVMValueRef f = LLVMAddFunction(
+      e->M, name,
+      LLVMFunctionType(e->void_, params, (unsigned)tail + 1, false));
+  add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
+  LLVMPositionBuilderAtEnd(e->B,
+                           LLVMAppendBasicBlockInContext(e->C, f, "entry"));
+  LLVMValueRef args[CG_MAX_BUFS + 2];
+  for (int i = 0; i < nbufs; i++) {
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(e->B, e->ptr, LLVMGetParam(f, 0),
+                                            (LLVMValueRef[]){i64c(e, i)}, 1,
+                                            "");
+    args[i] = LLVMBuildLoad2(e->B, e->ptr, at, "");
+  }
+  for (int i = 0; i < tail; i++)
+    args[nbufs + i] = LLVMGetParam(f, (unsigned)i + 1);
+  LLVMBuildCall2(e->B, LLVMGlobalGetValueType(body), body, args,
+                 (unsigned)(nbufs + tail), "");
+  LLVMBuildRetVoid(e->B);
+  return f;
+}
+
+/* The function that holds a body: on the host an internal, always inlined
+ * one with noalias buffers and `tail` i64 parameters; on NVPTX the kernel
+ * itself. Leaves e->bufs pointing at its parameters. */
+static LLVMValueRef body_fn(cg_emitter *e, const char *name, int nbufs,
+                            int tail) {
+  char body_name[256];
+  bool host = e->target == CG_HOST;
+  snprintf(body_name, sizeof body_name, "%s%s", name, host ? ".body" : "");
+  LLVMValueRef f = make_fn(e, body_name, nbufs, tail);
+  if (host) {
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    add_attr(e, f, LLVMAttributeFunctionIndex, "alwaysinline");
+  } else {
+    LLVMSetFunctionCallConv(f, 71); /* PTX_Kernel */
+  }
+  start_fn(e, f);
+  for (int i = 0; i < nbufs; i++)
+    e->bufs[i] = LLVMGetParam(f, (unsigned)i);
+  return f;
+}
+
+/* The NVPTX thread's global index, and the grid's size in threads. */
+static LLVMValueRef thread_index(cg_emitter *e, LLVMValueRef *stride) {
+  LLVMValueRef ntid = sreg(e, "llvm.nvvm.read.ptx.sreg.ntid.x");
+  *stride = LLVMBuildNSWMul(e->B, sreg(e, "llvm.nvvm.read.ptx.sreg.nctaid.x"),
+                            ntid, "");
+  return LLVMBuildNSWAdd(
+      e->B,
+      LLVMBuildNSWMul(e->B, sreg(e, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid,
+                      ""),
+      sreg(e, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
+}
+
+LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
+                      const char *name, char *why, size_t size) {
+  const raf_func *f = p->f;
+  int nbufs = f->nargs + f->nresults + 2 * p->ntotals;
+  if (nbufs > CG_MAX_BUFS) {
+    snprintf(why, size, "more than %d arguments and results", CG_MAX_BUFS);
+    return NULL;
+  }
+  cg_emitter e;
+  memset(&e, 0, sizeof e);
+  e.p = p;
+  e.target = o->target;
+  e.vec_isa = o->target == CG_HOST ? o->vec_isa : 0;
+  e.M = M;
+  e.C = LLVMGetModuleContext(M);
+  e.B = LLVMCreateBuilderInContext(e.C);
+  e.A = LLVMCreateBuilderInContext(e.C);
+  e.i1 = LLVMInt1TypeInContext(e.C);
+  e.i8 = LLVMInt8TypeInContext(e.C);
+  e.i16 = LLVMInt16TypeInContext(e.C);
+  e.i32 = LLVMInt32TypeInContext(e.C);
+  e.i64 = LLVMInt64TypeInContext(e.C);
+  e.f16 = LLVMHalfTypeInContext(e.C);
+  e.f32 = LLVMFloatTypeInContext(e.C);
+  e.f64 = LLVMDoubleTypeInContext(e.C);
+  e.ptr = LLVMPointerTypeInContext(e.C, 0);
+  e.void_ = LLVMVoidTypeInContext(e.C);
+  e.bufs = calloc((size_t)nbufs + 1, sizeof *e.bufs);
+  e.aux = calloc((size_t)p->nrowops + 1, sizeof *e.aux);
+  e.consts = calloc((size_t)p->nstmts + 1, sizeof *e.consts);
+  e.const_globals = calloc((size_t)p->nstmts + 1, sizeof *e.const_globals);
+  LLVMValueRef kernel = NULL;
+  char final_name[256];
+  snprintf(final_name, sizeof final_name, "%s_final", name);
+  if (!e.bufs || !e.aux || !e.consts || !e.const_globals) {
+    cg_fail(&e, "out of memory");
+  } else if (o->target == CG_HOST) {
+    LLVMValueRef body = body_fn(&e, name, nbufs, 2);
+    LLVMValueRef begin = LLVMGetParam(body, (unsigned)nbufs);
+    emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, begin, i64c(&e, 0), ""),
+              begin, LLVMGetParam(body, (unsigned)nbufs + 1), i64c(&e, 1));
+    LLVMBuildRetVoid(e.B);
+    kernel = host_entry(&e, name, body, nbufs, 2);
+    if (p->ntotals) {
+      body = body_fn(&e, final_name, nbufs, 0);
+      emit_final(&e);
+      LLVMBuildRetVoid(e.B);
+      host_entry(&e, final_name, body, nbufs, 0);
+    }
+  } else {
+    kernel = body_fn(&e, name, nbufs, 1);
+    LLVMValueRef stride, gid = thread_index(&e, &stride);
+    emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, gid, i64c(&e, 0), ""), gid,
+              LLVMGetParam(kernel, (unsigned)nbufs), stride);
+    LLVMBuildRetVoid(e.B);
+    if (p->ntotals) { /* one thread adds up the rows */
+      body_fn(&e, final_name, nbufs, 0);
+      LLVMValueRef gid2 = thread_index(&e, &stride);
+      LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(e.C, e.fn, "run");
+      LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e.C, e.fn, "out");
+      LLVMBuildCondBr(e.B, LLVMBuildICmp(e.B, LLVMIntEQ, gid2, i64c(&e, 0), ""),
+                      run, out);
+      LLVMPositionBuilderAtEnd(e.B, run);
+      emit_final(&e);
+      LLVMBuildBr(e.B, out);
+      LLVMPositionBuilderAtEnd(e.B, out);
+      LLVMBuildRetVoid(e.B);
+    }
+  }
+  LLVMDisposeBuilder(e.B);
+  LLVMDisposeBuilder(e.A);
+  free(e.bufs);
+  free(e.aux);
+  free(e.consts);
+  free(e.const_globals);
+  free(e.memo);
+  if (e.failed) {
+    snprintf(why, size, "%s", e.why);
+    return NULL;
+  }
+  return kernel;
+}

@@ -1,0 +1,140 @@
+/* lower.h: the lowering of a kernel plan to LLVM IR (codegen/ internal).
+ *
+ * lower.c builds the kernel's loops and row phases; lower_ops.c emits the
+ * scalar computation of each op and the loads, stores and conversions of
+ * every dtype. Numerics follow the cpu-ref dialect statement by statement
+ * (runtime/cpuref/), so a fused function computes what its statements
+ * would: floats compute in double for f64 and in float for f32, f16 and
+ * bf16, rounding every result of an f16 or bf16 statement to its dtype;
+ * integers compute at their width (wrapping, as cpu-ref's int64 wrapped to
+ * the width does); float accumulations of row ops run in double. The only
+ * difference is the order of those double accumulations, which the loop
+ * vectorizer may reassociate.
+ */
+#ifndef RAF_CODEGEN_LOWER_H
+#define RAF_CODEGEN_LOWER_H
+
+#include "codegen/plan.h"
+
+#include <llvm-c/Core.h>
+
+typedef enum cg_target_kind { CG_HOST, CG_NVPTX } cg_target_kind;
+
+/* How the lowering targets: the kind, and on the host the x86 vector ABI
+ * ISA of glibc's libmvec to vectorize the math library with ('d': AVX2,
+ * 'e': AVX-512), or 0 for scalar libm calls (bit-identical to cpu-ref). */
+typedef struct cg_options {
+  cg_target_kind target;
+  char vec_isa;
+} cg_options;
+
+/* The most buffers (arguments, results, scratch) a kernel takes. */
+#define CG_MAX_BUFS 192
+
+typedef struct cg_memo {
+  const raf_value *v;
+  cg_map map;
+  LLVMValueRef val;
+} cg_memo;
+
+/* What a row op computed for its row, read by its full results. */
+typedef struct cg_aux {
+  LLVMValueRef top, total, lse, mean, rstd;
+} cg_aux;
+
+typedef struct cg_emitter {
+  const cg_plan *p;
+  cg_target_kind target;
+  char vec_isa;
+  LLVMContextRef C;
+  LLVMModuleRef M;
+  LLVMBuilderRef B;
+  LLVMBuilderRef A; /* before the entry block's terminator: allocas */
+  LLVMValueRef fn;
+  LLVMValueRef *bufs; /* arguments, results, then the totals' scratch */
+  LLVMValueRef idx[RAF_MAX_RANK]; /* collapsed dims' indices, or NULL */
+  LLVMValueRef row;               /* the row's index */
+  cg_memo *memo;
+  int nmemo, capmemo;
+  cg_aux *aux; /* per row op */
+  const raf_stmt **consts;
+  LLVMValueRef *const_globals;
+  int nconsts;
+  LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, void_;
+  bool failed;
+  char why[256];
+} cg_emitter;
+
+/* Records an internal error (the first wins); the lowering then fails. */
+void cg_fail(cg_emitter *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- lower_ops.c ---------------------------------------------------------- */
+
+/* The type values of dt compute in: double, float, iN, i1 for bool. */
+LLVMTypeRef cg_compute_type(cg_emitter *e, raf_dtype dt);
+/* The type of dt in memory. */
+LLVMTypeRef cg_storage_type(cg_emitter *e, raf_dtype dt);
+/* RAF_F64 for f64, RAF_F32 for the other floats. */
+raf_dtype cg_work_dtype(raf_dtype dt);
+
+LLVMValueRef cg_load(cg_emitter *e, LLVMValueRef base, LLVMValueRef off,
+                     raf_dtype dt);
+void cg_store(cg_emitter *e, LLVMValueRef base, LLVMValueRef off,
+              raf_dtype dt, LLVMValueRef v);
+/* v (compute type of dt) rounded to dt's precision (f16, bf16; else v). */
+LLVMValueRef cg_round(cg_emitter *e, raf_dtype dt, LLVMValueRef v);
+/* A number in dt's compute type. */
+LLVMValueRef cg_const(cg_emitter *e, raf_dtype dt, double v);
+/* Converts v from dtype `from` to `to` as cast (and raf_elem_convert) do. */
+LLVMValueRef cg_convert(cg_emitter *e, LLVMValueRef v, raf_dtype from,
+                        raf_dtype to);
+/* A float in work dtype w (RAF_F32 or RAF_F64) widened to double, or
+ * narrowed back. */
+LLVMValueRef cg_to_f64(cg_emitter *e, LLVMValueRef v);
+LLVMValueRef cg_from_f64(cg_emitter *e, LLVMValueRef v, raf_dtype w);
+
+/* Calls the math library's fn ("exp", "log", "tanh", ...) in work dtype w:
+ * libm on the host, libdevice (__nv_*) on NVPTX. y is for pow. With a
+ * vector ISA, the host calls a wrapper raf_<fn> that computes lane 0 of
+ * libmvec's vector variant (_ZGVdN8v_expf) and carries a
+ * vector-function-abi-variant attribute naming that variant, so the loop
+ * vectorizer calls the variant on whole vectors and the scalar remainder
+ * computes the very same bits lane by lane. */
+LLVMValueRef cg_math(cg_emitter *e, const char *fn, raf_dtype w,
+                     LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef cg_intrinsic(cg_emitter *e, const char *name, LLVMTypeRef type,
+                          LLVMValueRef *args, int nargs);
+
+/* The ops, on values of dtype dt (the operands'), results in the compute
+ * type of the result's dtype. */
+LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
+                      LLVMValueRef x);
+LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
+                       LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
+                        LLVMValueRef x, LLVMValueRef y);
+/* NaN-propagating max and min of floats (llvm.maximum), and of integers. */
+LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
+                    LLVMValueRef y, bool min);
+/* x + y with reassociation allowed (accumulations the vectorizer splits). */
+LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y);
+
+/* ---- lower.c -------------------------------------------------------------- */
+
+/* Adds the kernel of plan p to module M as function `name`:
+ *   host:  void name(void *const *bufs, int64_t begin, int64_t end)
+ *          (bufs: the arguments' buffers, the results', then two scratch
+ *          arrays of p->rows doubles per total; rows [begin, end) of the
+ *          parallel range)
+ *   NVPTX: a kernel void name(ptr arg0, ..., ptr res0, ..., ptr scratch0,
+ *          ..., i64 rows), each thread taking rows blockIdx.x *
+ *          blockDim.x + threadIdx.x + k * gridDim.x * blockDim.x.
+ * With totals, also `name_final`, to run once after every row: host
+ * void name_final(void *const *bufs), NVPTX a kernel of the same buffers
+ * whose thread 0 does the work.
+ * Returns the function, or NULL with the reason in why. */
+LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
+                      const char *name, char *why, size_t size);
+
+#endif

@@ -1,0 +1,550 @@
+/* plan.c: the analysis of a fused function into a kernel plan (plan.h).
+ *
+ * Steps: check that every statement is one the lowering knows (ops,
+ * dtypes, attributes); find the iteration space F from the row ops (or the
+ * largest result); classify the results (full, row, uniform); walk every
+ * use the kernel will evaluate, from the results and the row ops' inputs,
+ * checking that row values are read at their own row, and collect the
+ * leaf accesses; collapse F's dims as the leaf accesses allow.
+ */
+#include "codegen/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Maps ----------------------------------------------------------------- */
+
+cg_map cg_map_operand(const raf_type *ut, const raf_type *rt, cg_map m) {
+  cg_map out;
+  memset(&out, -1, sizeof out);
+  int shift = rt->rank - ut->rank;
+  for (int j = 0; j < ut->rank; j++)
+    out.d[j] = ut->dims[j] == 1 || j + shift < 0 ? -1 : m.d[j + shift];
+  return out;
+}
+
+cg_map cg_map_identity(const cg_plan *p, const raf_type *t) {
+  cg_map out;
+  memset(&out, -1, sizeof out);
+  int shift = p->rank - t->rank;
+  for (int j = 0; j < t->rank; j++)
+    out.d[j] = t->dims[j] == 1 || j + shift < 0 ? -1 : (int8_t)(j + shift);
+  return out;
+}
+
+bool cg_map_row(const cg_plan *p, const raf_type *t, cg_map *out) {
+  memset(out, -1, sizeof *out);
+  int o = 0;
+  for (int j = 0; j < t->rank; j++) {
+    if (t->dims[j] == 1)
+      continue;
+    while (o < p->rank && (p->inner[o] || p->dims[o] == 1))
+      o++;
+    if (o == p->rank || p->dims[o] != t->dims[j])
+      return false;
+    out->d[j] = (int8_t)o++;
+  }
+  while (o < p->rank && (p->inner[o] || p->dims[o] == 1))
+    o++;
+  return o == p->rank;
+}
+
+bool cg_map_equal(const cg_map *a, const cg_map *b, int rank) {
+  for (int j = 0; j < rank; j++)
+    if (a->d[j] != b->d[j])
+      return false;
+  return true;
+}
+
+void cg_leaf_coef(const cg_plan *p, const raf_type *t, cg_map m,
+                  int64_t *coef) {
+  for (int d = 0; d < p->rank; d++)
+    coef[d] = 0;
+  int64_t stride = 1;
+  for (int j = t->rank - 1; j >= 0; j--) {
+    if (m.d[j] >= 0)
+      coef[m.d[j]] += stride;
+    stride *= t->dims[j];
+  }
+}
+
+/* ---- Statements the lowering knows ---------------------------------------- */
+
+bool cg_is_total(const raf_stmt *s) {
+  return s->op == RAF_OP_CROSS_ENTROPY &&
+         strcmp(raf_stmt_attr_str(s, "reduction"), "none") != 0;
+}
+
+bool cg_is_rowop(const raf_stmt *s) {
+  switch (s->op) {
+  case RAF_OP_SUM:
+  case RAF_OP_MEAN:
+  case RAF_OP_MAX:
+  case RAF_OP_MIN:
+  case RAF_OP_SOFTMAX:
+  case RAF_OP_LOG_SOFTMAX:
+  case RAF_OP_LAYER_NORM:
+  case RAF_OP_CROSS_ENTROPY:
+    return true;
+  case RAF_OP_MSE_LOSS:
+    return strcmp(raf_stmt_attr_str(s, "reduction"), "none") != 0;
+  default:
+    return false;
+  }
+}
+
+static bool is_int(raf_dtype dt) {
+  return !raf_dtype_is_float(dt) && dt != RAF_BOOL;
+}
+
+/* Whether the lowering takes s; else a phrase in why. */
+static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
+  const char *op = raf_op_table[s->op].name;
+  raf_dtype dt = raf_stmt_key_dtype(s);
+  bool fl = raf_dtype_is_float(dt), num = fl || is_int(dt);
+  bool ok;
+  switch (s->op) {
+  case RAF_OP_CONSTANT:
+  case RAF_OP_EQ:
+  case RAF_OP_NE:
+  case RAF_OP_WHERE:
+  case RAF_OP_CAST:
+  case RAF_OP_STOP_GRADIENT:
+  case RAF_OP_BROADCAST_TO:
+    ok = true;
+    break;
+  case RAF_OP_NEG:
+  case RAF_OP_ABS:
+  case RAF_OP_RELU:
+  case RAF_OP_ADD:
+  case RAF_OP_SUB:
+  case RAF_OP_MUL:
+  case RAF_OP_MAXIMUM:
+  case RAF_OP_MINIMUM:
+  case RAF_OP_LT:
+  case RAF_OP_LE:
+  case RAF_OP_GT:
+  case RAF_OP_GE:
+  case RAF_OP_SUM:
+  case RAF_OP_MAX:
+  case RAF_OP_MIN:
+    ok = num;
+    break;
+  case RAF_OP_EXP:
+  case RAF_OP_LOG:
+  case RAF_OP_SQRT:
+  case RAF_OP_RSQRT:
+  case RAF_OP_TANH:
+  case RAF_OP_SIGMOID:
+  case RAF_OP_ERF:
+  case RAF_OP_COS:
+  case RAF_OP_SIN:
+  case RAF_OP_GELU:
+  case RAF_OP_DIV:
+  case RAF_OP_POW:
+  case RAF_OP_MEAN:
+  case RAF_OP_SOFTMAX:
+  case RAF_OP_LOG_SOFTMAX:
+  case RAF_OP_LAYER_NORM:
+  case RAF_OP_MSE_LOSS:
+    ok = fl;
+    break;
+  case RAF_OP_CROSS_ENTROPY:
+    ok = fl;
+    break;
+  default:
+    snprintf(why, size, "no lowering of %s", op);
+    return false;
+  }
+  if (!ok)
+    snprintf(why, size, "no lowering of %s for %s", op, raf_dtype_name(dt));
+  return ok;
+}
+
+/* ---- The iteration space -------------------------------------------------- */
+
+/* The row op's input shape and reduced dims. */
+static const raf_type *rowop_space(const raf_stmt *s, bool *inner) {
+  const raf_type *x = s->operands[0].value->type;
+  for (int d = 0; d < x->rank; d++)
+    inner[d] = false;
+  switch (s->op) {
+  case RAF_OP_SUM:
+  case RAF_OP_MEAN:
+  case RAF_OP_MAX:
+  case RAF_OP_MIN: {
+    raf_attr_value axes;
+    if (!raf_stmt_attr(s, "axes", &axes)) {
+      for (int d = 0; d < x->rank; d++)
+        inner[d] = true;
+      break;
+    }
+    for (int i = 0; i < axes.u.ints.n; i++) {
+      int64_t a = axes.u.ints.v[i];
+      inner[a < 0 ? a + x->rank : a] = true;
+    }
+    break;
+  }
+  case RAF_OP_SOFTMAX:
+  case RAF_OP_LOG_SOFTMAX: {
+    int64_t a = raf_stmt_attr_int(s, "axis");
+    inner[a < 0 ? a + x->rank : a] = true;
+    break;
+  }
+  case RAF_OP_LAYER_NORM: {
+    int64_t a = raf_stmt_attr_int(s, "axis");
+    for (int d = (int)(a < 0 ? a + x->rank : a); d < x->rank; d++)
+      inner[d] = true;
+    break;
+  }
+  case RAF_OP_CROSS_ENTROPY:
+    inner[x->rank - 1] = true;
+    break;
+  default: /* mse_loss mean/sum */
+    for (int d = 0; d < x->rank; d++)
+      inner[d] = true;
+    break;
+  }
+  for (int d = 0; d < x->rank; d++)
+    inner[d] = inner[d] && x->dims[d] != 1;
+  return x;
+}
+
+static bool find_space(const raf_func *f, cg_plan *p, char *why,
+                       size_t size) {
+  const raf_type *F = NULL;
+  for (const raf_stmt *s = f->first; s; s = s->next) {
+    if (!cg_is_rowop(s))
+      continue;
+    bool inner[RAF_MAX_RANK];
+    const raf_type *x = rowop_space(s, inner);
+    if (!F) {
+      F = x;
+      memcpy(p->inner, inner, sizeof inner);
+      continue;
+    }
+    bool same = F == x;
+    for (int d = 0; same && d < x->rank; d++)
+      same = p->inner[d] == inner[d];
+    if (!same) {
+      char a[64], b[64];
+      raf_type_str(F, a, sizeof a);
+      raf_type_str(x, b, sizeof b);
+      if (F->dims == x->dims || strcmp(a, b) == 0)
+        snprintf(why, size, "row ops over different axes of %s", a);
+      else
+        snprintf(why, size, "row ops over different shapes (%s and %s)", a,
+                 b);
+      return false;
+    }
+  }
+  p->has_rowops = F != NULL;
+  if (!F) { /* elementwise: the largest result */
+    const raf_stmt *ret = raf_func_return(f);
+    for (int i = 0; ret && i < ret->noperands; i++) {
+      const raf_type *t = ret->operands[i].value->type;
+      if (!F || t->numel > F->numel)
+        F = t;
+    }
+    if (!F) {
+      snprintf(why, size, "no results");
+      return false;
+    }
+    memset(p->inner, 0, sizeof p->inner);
+  }
+  p->rank = F->rank;
+  memcpy(p->dims, F->dims, sizeof(int64_t) * (size_t)F->rank);
+  return true;
+}
+
+/* ---- Walking the uses ----------------------------------------------------- */
+
+/* Where a value is evaluated: at a point of a row, at the row (no inner
+ * index), or in the final step after every row (no index at all). */
+typedef enum level { AT_POINT, AT_ROW, AT_FINAL } level;
+
+typedef struct visit {
+  const raf_value *v;
+  cg_map map;
+  level at;
+} visit;
+
+typedef struct walker {
+  cg_plan *p;
+  visit *seen;
+  int nseen, capseen;
+  int64_t (*leaves)[RAF_MAX_RANK];
+  int nleaves, capleaves;
+  char *why;
+  size_t size;
+  bool ok;
+} walker;
+
+static bool fail(walker *w, const char *fmt, const char *a, const char *b) {
+  if (w->ok)
+    snprintf(w->why, w->size, fmt, a, b);
+  w->ok = false;
+  return false;
+}
+
+static void add_leaf(walker *w, const raf_type *t, cg_map m) {
+  if (w->nleaves == w->capleaves) {
+    int cap = w->capleaves ? 2 * w->capleaves : 16;
+    void *n = realloc(w->leaves, sizeof *w->leaves * (size_t)cap);
+    if (!n) {
+      fail(w, "out of memory%s%s", "", "");
+      return;
+    }
+    w->leaves = n;
+    w->capleaves = cap;
+  }
+  cg_leaf_coef(w->p, t, m, w->leaves[w->nleaves++]);
+}
+
+/* Whether a leaf under m reads inner indices. */
+static bool reads_inner(const cg_plan *p, const raf_type *t, cg_map m) {
+  for (int j = 0; j < t->rank; j++)
+    if (m.d[j] >= 0 && p->inner[m.d[j]])
+      return true;
+  return false;
+}
+
+static bool walk(walker *w, const raf_value *v, cg_map m, level at);
+
+static bool walk_leaf(walker *w, const raf_value *v, cg_map m, level at) {
+  if (at != AT_POINT && reads_inner(w->p, v->type, m))
+    return fail(w, "%%%s is read inside a row at row level%s", v->name, "");
+  add_leaf(w, v->type, m);
+  return w->ok;
+}
+
+static bool walk(walker *w, const raf_value *v, cg_map m, level at) {
+  for (int i = 0; i < w->nseen; i++)
+    if (w->seen[i].v == v && w->seen[i].at == at &&
+        cg_map_equal(&w->seen[i].map, &m, v->type->rank))
+      return true;
+  if (w->nseen == w->capseen) {
+    int cap = w->capseen ? 2 * w->capseen : 32;
+    void *n = realloc(w->seen, sizeof *w->seen * (size_t)cap);
+    if (!n)
+      return fail(w, "out of memory%s%s", "", "");
+    w->seen = n;
+    w->capseen = cap;
+  }
+  w->seen[w->nseen++] = (visit){v, m, at};
+  const raf_stmt *s = v->def;
+  if (!s)
+    return walk_leaf(w, v, m, at);
+  const char *op = raf_op_table[s->op].name;
+  if (s->op == RAF_OP_CONSTANT) {
+    if (s->cdata->splat || v->type->numel <= 1)
+      return true;
+    return walk_leaf(w, v, m, at);
+  }
+  if (cg_is_total(s)) {
+    if (at != AT_FINAL)
+      return fail(w, "the result of %s (a sum over rows) is read inside the "
+                  "rows%s", op, "");
+    return true;
+  }
+  if (cg_is_rowop(s)) {
+    if (at == AT_FINAL)
+      return fail(w, "the result of %s is read after the rows%s", op, "");
+    cg_map want;
+    bool full = s->op == RAF_OP_SOFTMAX || s->op == RAF_OP_LOG_SOFTMAX ||
+                s->op == RAF_OP_LAYER_NORM;
+    if (full)
+      want = cg_map_identity(w->p, v->type);
+    else if (!cg_map_row(w->p, v->type, &want))
+      return fail(w, "the result of %s has a shape the rows do not have%s",
+                  op, "");
+    if (!cg_map_equal(&want, &m, v->type->rank) || (full && at != AT_POINT))
+      return fail(w, "the result of %s is read across rows%s", op, "");
+    return true; /* its inputs are walked with the row ops */
+  }
+  for (int i = 0; i < s->noperands; i++) {
+    const raf_value *u = s->operands[i].value;
+    if (!walk(w, u, cg_map_operand(u->type, v->type, m), at))
+      return false;
+  }
+  return true;
+}
+
+/* The inputs a row op reads, at the points of its rows. */
+static bool walk_rowop(walker *w, const raf_stmt *s) {
+  const raf_value *x = s->operands[0].value;
+  cg_map id = cg_map_identity(w->p, x->type);
+  if (!walk(w, x, id, AT_POINT))
+    return false;
+  for (int i = 1; i < s->noperands; i++) {
+    const raf_value *u = s->operands[i].value;
+    if (s->op == RAF_OP_CROSS_ENTROPY) { /* the labels, one per row */
+      cg_map rm;
+      if (u->def || !cg_map_row(w->p, u->type, &rm))
+        return fail(w, "cross_entropy's labels %%%s are not an argument of "
+                    "the fused function%s", u->name, "");
+      if (w->p->nchecks == CG_MAX_CHECKS)
+        return fail(w, "more than 8 cross_entropy statements%s%s", "", "");
+      w->p->checks[w->p->nchecks++] = (cg_label_check){
+          u->index, x->type->dims[x->type->rank - 1],
+          raf_stmt_attr_int(s, "ignore_index"), s};
+      if (!walk(w, u, rm, AT_ROW))
+        return false;
+      continue;
+    }
+    if (!walk(w, u, cg_map_operand(u->type, x->type, id), AT_POINT))
+      return false;
+  }
+  return true;
+}
+
+/* Whether v is computed from a statement `is` picks: a forward pass over
+ * the statements, marking those under one. */
+static bool under(const raf_func *f, const raf_value *v,
+                  bool (*is)(const raf_stmt *)) {
+  const raf_stmt *marked[512];
+  int n = 0;
+  for (const raf_stmt *s = f->first; s; s = s->next) {
+    bool mark = is(s);
+    for (int i = 0; !mark && i < s->noperands; i++)
+      for (int k = 0; !mark && k < n; k++)
+        mark = marked[k] == s->operands[i].value->def;
+    if (s == v->def)
+      return mark;
+    if (mark && n == 512)
+      return true; /* too many to track: assume the worst */
+    if (mark)
+      marked[n++] = s;
+  }
+  return false;
+}
+
+/* Classifies result i and walks what it reads. */
+static bool classify(walker *w, int i, const raf_value *v) {
+  cg_plan *p = w->p;
+  const raf_type *t = v->type;
+  cg_output *o = &p->out[i];
+  o->value = v;
+  memset(&o->map, -1, sizeof o->map);
+  int shift = p->rank - t->rank;
+  bool full = shift >= 0;
+  for (int j = 0; full && j < t->rank; j++)
+    full = t->dims[j] == p->dims[j + shift];
+  for (int d = 0; full && d < shift; d++)
+    full = p->dims[d] == 1;
+  char a[64], b[64];
+  raf_type_str(t, a, sizeof a);
+  snprintf(b, sizeof b, "%%%s", v->name);
+  level at = AT_ROW;
+  if (under(p->f, v, cg_is_total)) {
+    if (t->numel != 1)
+      return fail(w, "result %s (%s) is more than one element computed "
+                  "after the rows", b, a);
+    o->cls = CG_OUT_FINAL;
+    at = AT_FINAL;
+  } else if (full) {
+    o->cls = CG_OUT_FULL;
+    o->map = cg_map_identity(p, t);
+    at = AT_POINT;
+  } else if (t->numel == 1 && !under(p->f, v, cg_is_rowop)) {
+    o->cls = CG_OUT_UNIFORM;
+  } else if (p->has_rowops && cg_map_row(p, t, &o->map)) {
+    o->cls = CG_OUT_ROW;
+  } else {
+    return fail(w, "result %s (%s) does not fit the iteration space", b, a);
+  }
+  if (!walk(w, v, o->map, at))
+    return false;
+  if (at != AT_FINAL)
+    add_leaf(w, t, o->map);
+  return w->ok;
+}
+
+/* Collapses F's dims over the leaf accesses. */
+static void collapse(cg_plan *p, int64_t (*leaves)[RAF_MAX_RANK], int n) {
+  p->ncdims = p->ncouter = 0;
+  for (int group = 0; group < 2; group++) {
+    int last = -1;
+    for (int d = 0; d < p->rank; d++) {
+      if (p->dims[d] == 1 || (int)p->inner[d] != group)
+        continue;
+      bool merge = last >= 0;
+      for (int l = 0; merge && l < n; l++)
+        merge = leaves[l][last] == leaves[l][d] * p->dims[d];
+      if (merge) {
+        p->cdims[p->ncdims - 1].extent *= p->dims[d];
+        p->cdims[p->ncdims - 1].last = d;
+      } else {
+        p->cdims[p->ncdims++] = (cg_cdim){p->dims[d], d};
+      }
+      last = d;
+    }
+    if (group == 0)
+      p->ncouter = p->ncdims;
+  }
+  /* An elementwise kernel walks its last dim inside a row when its dims do
+   * not collapse into one. */
+  if (!p->has_rowops && p->ncdims >= 2)
+    p->ncouter = p->ncdims - 1;
+  p->rows = p->cols = 1;
+  for (int c = 0; c < p->ncdims; c++)
+    *(c < p->ncouter ? &p->rows : &p->cols) *= p->cdims[c].extent;
+  for (int d = 0; d < p->rank; d++)
+    if (p->dims[d] == 0)
+      p->rows = 0;
+}
+
+bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size) {
+  memset(p, 0, sizeof *p);
+  p->f = f;
+  const raf_stmt *ret = raf_func_return(f);
+  const raf_attr *fused = raf_attrs_find(&f->attrs, "fused");
+  if (!fused || fused->kind != RAF_ATTR_BOOL || !fused->val.u.b) {
+    snprintf(why, size, "@%s is not a fused function", f->name);
+    return false;
+  }
+  if (!ret) {
+    snprintf(why, size, "@%s has no return", f->name);
+    return false;
+  }
+  for (const raf_stmt *s = f->first; s; s = s->next) {
+    if (s->op == RAF_OP_RETURN)
+      continue;
+    if (!stmt_supported(s, why, size))
+      return false;
+    p->nstmts++;
+    p->nrowops += cg_is_rowop(s);
+  }
+  if (!find_space(f, p, why, size))
+    return false;
+  p->out = calloc((size_t)ret->noperands + 1, sizeof *p->out);
+  p->rowops = calloc((size_t)p->nrowops + 1, sizeof *p->rowops);
+  walker w = {.p = p, .why = why, .size = size, .ok = p->out && p->rowops};
+  if (!w.ok)
+    snprintf(why, size, "out of memory");
+  p->nout = ret->noperands;
+  int k = 0;
+  for (const raf_stmt *s = f->first; w.ok && s; s = s->next)
+    if (cg_is_rowop(s)) {
+      p->rowops[k++] = s;
+      p->ntotals += cg_is_total(s);
+      walk_rowop(&w, s);
+    }
+  for (int i = 0; w.ok && i < ret->noperands; i++)
+    classify(&w, i, ret->operands[i].value);
+  if (w.ok)
+    collapse(p, w.leaves, w.nleaves);
+  free(w.seen);
+  free(w.leaves);
+  if (!w.ok)
+    cg_plan_free(p);
+  return w.ok;
+}
+
+void cg_plan_free(cg_plan *p) {
+  free(p->out);
+  free(p->rowops);
+  p->out = NULL;
+  p->rowops = NULL;
+}

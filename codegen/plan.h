@@ -1,0 +1,125 @@
+/* plan.h: the analysis of a fused function into a kernel plan (codegen/
+ * internal; no LLVM here).
+ *
+ * A kernel iterates over one shape F, the iteration space. Its dims are
+ * split into outer dims, which the kernel's parallel range [begin, end)
+ * walks one row at a time, and inner dims, which each row walks with
+ * nested loops. An elementwise kernel's F is its largest result's shape
+ * (every dim outer, or the last one inner when the dims do not collapse
+ * into one); a kernel with reductions or row ops (softmax, log_softmax,
+ * layer_norm, cross_entropy, mse_loss) has their input's shape as F, with
+ * the reduced dims inner (a "row" is then whatever one output element
+ * reduces: a row of x for sum(x, axes = [1]), a column for axes = [0]):
+ * every row op of a kernel must reduce the same dims of the same F.
+ *
+ * Values are evaluated at points of F. Each use of a value V carries a map
+ * from V's dims to F's dims (-1: index 0, for a size-1 dim that
+ * broadcasts), derived by NumPy broadcasting from the use's own map; a
+ * kernel argument (or dense constant) read under a map is a leaf access
+ * whose offset is a linear function of F's indices, with coefficient
+ * coef[d] for F dim d. A row op's result is a row value: computed once per
+ * row, it may only be read at its own row (its map sends its dims onto the
+ * outer dims of F, in order).
+ *
+ * The dims of F then collapse where every leaf access allows it (size-1
+ * dims vanish; adjacent dims of one group merge when each access's
+ * coefficients are contiguous across them), so that most elementwise
+ * kernels become one flat loop.
+ *
+ * A total (cross_entropy "mean" or "sum") adds a value of every row: the
+ * rows store theirs into scratch arrays, and a final step after every row
+ * adds them up and computes the single-element results that depend on it.
+ *
+ * What the analysis refuses it says in a phrase ("row ops over different
+ * axes of f32[8,16]"); the fused function then runs statement by
+ * statement.
+ */
+#ifndef RAF_CODEGEN_PLAN_H
+#define RAF_CODEGEN_PLAN_H
+
+#include "ir/ir.h"
+
+/* A map of a value's dims (rank entries) onto F's dims, -1 for none. */
+typedef struct cg_map {
+  int8_t d[RAF_MAX_RANK];
+} cg_map;
+
+typedef enum cg_out_class {
+  CG_OUT_FULL,    /* F's shape: stored at every point */
+  CG_OUT_ROW,     /* one element per row: stored by the row */
+  CG_OUT_UNIFORM, /* one element, no row op under it: stored once */
+  CG_OUT_FINAL    /* one element under a total: stored by the final step */
+} cg_out_class;
+
+typedef struct cg_output {
+  const raf_value *value;
+  cg_out_class cls;
+  cg_map map;
+} cg_output;
+
+/* A dim of the collapsed iteration space: F's dims first..last (size-1
+ * dims among them skipped) merged. */
+typedef struct cg_cdim {
+  int64_t extent;
+  int last; /* the F dim whose coefficient strides this dim */
+} cg_cdim;
+
+/* A label operand of cross_entropy, which the runtime checks before the
+ * kernel runs (labels outside [0, classes) other than ignore are errors). */
+typedef struct cg_label_check {
+  int arg; /* the function argument holding the labels */
+  int64_t classes, ignore;
+  const raf_stmt *stmt;
+} cg_label_check;
+
+#define CG_MAX_CHECKS 8
+
+typedef struct cg_plan {
+  const raf_func *f;
+  bool has_rowops;
+  int rank; /* F */
+  int64_t dims[RAF_MAX_RANK];
+  bool inner[RAF_MAX_RANK]; /* F dim d is walked inside a row */
+  int ncdims, ncouter;      /* collapsed dims; the first ncouter are outer */
+  cg_cdim cdims[RAF_MAX_RANK];
+  int64_t rows; /* product of the outer extents: the parallel range */
+  int64_t cols; /* product of the inner extents */
+  int nstmts;   /* statements evaluated, for the cost of a row */
+  int nout;
+  cg_output *out; /* f->nresults, in result order */
+  int nrowops;
+  const raf_stmt **rowops; /* in statement order */
+  int ntotals; /* row ops among them that are totals (cg_is_total) */
+  int nchecks;
+  cg_label_check checks[CG_MAX_CHECKS];
+} cg_plan;
+
+/* Analyses f. On success fills *p (free with cg_plan_free) and returns
+ * true; else writes why into why (size bytes) and returns false. */
+bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size);
+void cg_plan_free(cg_plan *p);
+
+/* The map of operand U of a statement whose result (type rt) is read under
+ * map m: NumPy broadcasting, right-aligned; size-1 dims of U map to -1. */
+cg_map cg_map_operand(const raf_type *ut, const raf_type *rt, cg_map m);
+/* The identity map of a value of F's shape (rank F.rank), size-1 dims -1. */
+cg_map cg_map_identity(const cg_plan *p, const raf_type *t);
+/* The map of a row op's result: its non-1 dims onto F's non-1 outer dims,
+ * in order; false when its shape is not the rows' shape. */
+bool cg_map_row(const cg_plan *p, const raf_type *t, cg_map *out);
+bool cg_map_equal(const cg_map *a, const cg_map *b, int rank);
+/* The coefficients of a leaf access of a tensor of type t under map m:
+ * coef[d] for F dim d (elements). */
+void cg_leaf_coef(const cg_plan *p, const raf_type *t, cg_map m,
+                  int64_t *coef);
+
+/* Row ops: statements computed by passes over each row. */
+bool cg_is_rowop(const raf_stmt *s);
+/* Totals: row ops whose result sums a value of every row (cross_entropy
+ * with reduction "mean" or "sum"). Each row stores its loss and whether it
+ * counts into two scratch arrays of doubles; the final step, once every
+ * row is done, adds them up in row order (as cpu-ref does) and stores the
+ * results computed from them. */
+bool cg_is_total(const raf_stmt *s);
+
+#endif

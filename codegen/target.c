@@ -1,0 +1,227 @@
+/* target.c: LLVM targets for codegen/ (see target.h).
+ *
+ * The host target machine is LLVM's view of this CPU (LLVMGetHostCPUName
+ * and LLVMGetHostCPUFeatures), so the loop vectorizer uses AVX2 or
+ * AVX-512 where they are; on AVX-512 machines the functions ask for 512-bit
+ * vectors (LLVM prefers 256 by default). NVPTX modules that call libdevice
+ * link it from the CUDA toolkit ($RAF_LIBDEVICE, $CUDA_HOME, /usr/local/cuda
+ * or Debian's nvidia-cuda-toolkit), with nvvm-reflect-ftz = 0 (IEEE
+ * denormals), and keep only their kernels external.
+ */
+#include "codegen/target.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void init_once(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+}
+
+void cg_init_targets(void) { pthread_once(&once, init_once); }
+
+void cg_host_get(cg_host *h, const char *cpu) {
+  cg_init_targets();
+  char *t = LLVMGetDefaultTargetTriple();
+  h->triple = LLVMNormalizeTargetTriple(t);
+  LLVMDisposeMessage(t);
+  h->cpu = cpu ? LLVMCreateMessage(cpu) : LLVMGetHostCPUName();
+  /* An explicit CPU takes that CPU's own features. */
+  h->features = cpu ? LLVMCreateMessage("") : LLVMGetHostCPUFeatures();
+}
+
+void cg_host_free(cg_host *h) {
+  LLVMDisposeMessage(h->triple);
+  LLVMDisposeMessage(h->cpu);
+  LLVMDisposeMessage(h->features);
+  memset(h, 0, sizeof *h);
+}
+
+char cg_vec_isa(const char *features) {
+  const char *math = getenv("RAF_JIT_MATH");
+  if ((math && strcmp(math, "exact") == 0) || !features)
+    return 0;
+  if (strstr(features, "+avx512f"))
+    return 'e';
+  return strstr(features, "+avx2") ? 'd' : 0;
+}
+
+static LLVMTargetMachineRef make_tm(const char *triple, const char *cpu,
+                                    const char *features, LLVMRelocMode reloc,
+                                    char *why, size_t size) {
+  cg_init_targets();
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    snprintf(why, size, "no LLVM target for %s: %s", triple, err ? err : "");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+      target, triple, cpu, features, LLVMCodeGenLevelAggressive, reloc,
+      LLVMCodeModelDefault);
+  if (!tm)
+    snprintf(why, size, "LLVM cannot make a target machine for %s (%s)",
+             triple, cpu);
+  return tm;
+}
+
+LLVMTargetMachineRef cg_host_tm(const cg_host *h, char *why, size_t size) {
+  return make_tm(h->triple, h->cpu, h->features, LLVMRelocPIC, why, size);
+}
+
+LLVMTargetMachineRef cg_nvptx_tm(const char *arch, char *why, size_t size) {
+  if (strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 30) {
+    snprintf(why, size, "unknown CUDA architecture '%s' (sm_80, sm_90, ...)",
+             arch);
+    return NULL;
+  }
+  return make_tm("nvptx64-nvidia-cuda", arch, "", LLVMRelocDefault, why,
+                 size);
+}
+
+void cg_prepare_module(LLVMModuleRef M, LLVMTargetMachineRef tm,
+                       const char *features) {
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(M, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(M, dl);
+  LLVMDisposeTargetData(dl);
+  if (!features || !strstr(features, "+avx512f"))
+    return;
+  LLVMContextRef C = LLVMGetModuleContext(M);
+  for (LLVMValueRef f = LLVMGetFirstFunction(M); f;
+       f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      LLVMAddAttributeAtIndex(
+          f, LLVMAttributeFunctionIndex,
+          LLVMCreateStringAttribute(C, "prefer-vector-width", 19, "512", 3));
+}
+
+bool cg_optimize(LLVMModuleRef M, LLVMTargetMachineRef tm, char *why,
+                 size_t size) {
+  LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
+  LLVMErrorRef err = LLVMRunPasses(M, "default<O3>", tm, o);
+  LLVMDisposePassBuilderOptions(o);
+  if (err) {
+    char *msg = LLVMGetErrorMessage(err);
+    snprintf(why, size, "LLVM's O3 pipeline failed: %s", msg);
+    LLVMDisposeErrorMessage(msg);
+    return false;
+  }
+  return true;
+}
+
+bool cg_verify(LLVMModuleRef M, char *why, size_t size) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(M, LLVMReturnStatusAction, &msg)) {
+    snprintf(why, size, "internal: the lowering made invalid LLVM IR: %.200s",
+             msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMDisposeMessage(msg);
+  return true;
+}
+
+static bool find_libdevice(char *path, size_t size) {
+  const char *env = getenv("RAF_LIBDEVICE");
+  if (env && *env) {
+    snprintf(path, size, "%s", env);
+    return access(path, R_OK) == 0;
+  }
+  const char *home = getenv("CUDA_HOME");
+  const char *dirs[] = {home, "/usr/local/cuda", "/usr/lib/cuda",
+                        "/usr/lib/nvidia-cuda-toolkit"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    if (!dirs[i] || !*dirs[i])
+      continue;
+    snprintf(path, size, "%s/nvvm/libdevice/libdevice.10.bc", dirs[i]);
+    if (access(path, R_OK) == 0)
+      return true;
+    snprintf(path, size, "%s/libdevice/libdevice.10.bc", dirs[i]);
+    if (access(path, R_OK) == 0)
+      return true;
+  }
+  return false;
+}
+
+bool cg_link_libdevice(LLVMModuleRef M, char *why, size_t size) {
+  bool calls = false;
+  for (LLVMValueRef f = LLVMGetFirstFunction(M); f; f = LLVMGetNextFunction(f))
+    calls |= LLVMIsDeclaration(f) &&
+             strncmp(LLVMGetValueName2(f, &(size_t){0}), "__nv_", 5) == 0;
+  if (!calls)
+    return true;
+  char path[4096];
+  if (!find_libdevice(path, sizeof path)) {
+    snprintf(why, size, "libdevice.10.bc not found (set RAF_LIBDEVICE or "
+             "CUDA_HOME); the kernels call the CUDA math library");
+    return false;
+  }
+  LLVMMemoryBufferRef buf;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+    snprintf(why, size, "cannot read %s: %s", path, msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMContextRef C = LLVMGetModuleContext(M);
+  LLVMModuleRef lib;
+  bool bad = LLVMParseBitcodeInContext2(C, buf, &lib);
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad) {
+    snprintf(why, size, "cannot parse %s", path);
+    return false;
+  }
+  LLVMSetTarget(lib, LLVMGetTarget(M));
+  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(M));
+  /* Kernels stay external; everything libdevice brings becomes internal so
+   * that the optimizer drops what is not called. */
+  size_t nk = 0;
+  LLVMValueRef kernels[1024];
+  for (LLVMValueRef f = LLVMGetFirstFunction(M); f && nk < 1024;
+       f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      kernels[nk++] = f;
+  if (LLVMLinkModules2(M, lib)) {
+    snprintf(why, size, "cannot link %s", path);
+    return false;
+  }
+  for (LLVMValueRef f = LLVMGetFirstFunction(M); f;
+       f = LLVMGetNextFunction(f)) {
+    bool kernel = false;
+    for (size_t i = 0; i < nk; i++)
+      kernel |= kernels[i] == f;
+    if (!kernel && !LLVMIsDeclaration(f))
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(M); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g))
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMAddModuleFlag(M, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                    LLVMValueAsMetadata(
+                        LLVMConstInt(LLVMInt32TypeInContext(C), 0, false)));
+  return true;
+}
