@@ -21,6 +21,20 @@ raf_dtype raf_cpuref_work_dtype(raf_dtype dt);
 void raf_cpuref_gather(const raf_tensor *x, const raf_type *out,
                        int64_t begin, int64_t n, raf_dtype work, void *dst);
 
+/* common.c */
+/* Items per parallel chunk so that a chunk makes about chunk_work element
+ * visits (at least one item). */
+int64_t raf_cpuref_grain(int64_t chunk_work, int64_t work_per_item);
+/* n elements of src (dtype from) into dst (dtype to), in parallel chunks. */
+void raf_cpuref_convert(const raf_kernel *k, raf_dtype to, void *dst,
+                        raf_dtype from, const void *src, int64_t n);
+/* x's elements as a contiguous array of dtype work: x's own data when it
+ * already is, else a new converted buffer, also stored in *owned for the
+ * caller to free (out of memory is reported at the statement). */
+raf_status raf_cpuref_working_copy(const raf_kernel *k, const raf_tensor *x,
+                                   raf_dtype work, const void **out,
+                                   void **owned);
+
 /* elementwise.c */
 raf_status raf_cpuref_unary(const raf_kernel *k);
 raf_status raf_cpuref_binary(const raf_kernel *k);

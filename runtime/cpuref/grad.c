@@ -50,10 +50,6 @@
 /* About this many element visits per parallel chunk. */
 #define CHUNK_WORK ((int64_t)1 << 16)
 
-static int64_t grain_for(int64_t work_per_item) {
-  return work_per_item >= CHUNK_WORK ? 1
-                                     : CHUNK_WORK / (work_per_item + 1) + 1;
-}
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -241,7 +237,7 @@ raf_status raf_cpuref_softmax_grad(const raf_kernel *k) {
               &outer, &n, &inner);
   rows_job j = {in[0], in[1], out[0], n, inner,
                 k->stmt->op == RAF_OP_LOG_SOFTMAX_GRAD};
-  raf_kernel_parallel(k, outer * inner, grain_for(2 * n), softmax_grad_rows,
+  raf_kernel_parallel(k, outer * inner, raf_cpuref_grain(CHUNK_WORK, 2 * n), softmax_grad_rows,
                       &j);
   finish(k, &b, out);
   return RAF_OK;
@@ -318,8 +314,8 @@ raf_status raf_cpuref_layer_norm_grad(const raf_kernel *k) {
   }
   j.mean = stats;
   j.rstd = stats + j.rows;
-  raf_kernel_parallel(k, j.rows, grain_for(4 * j.n), ln_grad_rows, &j);
-  raf_kernel_parallel(k, j.n, grain_for(2 * j.rows), ln_grad_params, &j);
+  raf_kernel_parallel(k, j.rows, raf_cpuref_grain(CHUNK_WORK, 4 * j.n), ln_grad_rows, &j);
+  raf_kernel_parallel(k, j.n, raf_cpuref_grain(CHUNK_WORK, 2 * j.rows), ln_grad_params, &j);
   free(stats);
   finish(k, &b, out);
   return RAF_OK;
@@ -390,7 +386,7 @@ raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
   if (!j.none)
     j.scale = strcmp(red, "mean") == 0 ? in[0][0] / (double)counted
                                        : in[0][0];
-  raf_kernel_parallel(k, rows, grain_for(3 * j.classes), ce_grad_rows, &j);
+  raf_kernel_parallel(k, rows, raf_cpuref_grain(CHUNK_WORK, 3 * j.classes), ce_grad_rows, &j);
   finish(k, &b, out);
   return RAF_OK;
 }
@@ -471,7 +467,7 @@ raf_status raf_cpuref_take_grad(const raf_kernel *k) {
     j.idx = idx;
     j.dy = dyw;
     j.dx = dxw;
-    raf_kernel_parallel(k, pre * j.post, grain_for(j.nidx), take_grad_lanes,
+    raf_kernel_parallel(k, pre * j.post, raf_cpuref_grain(CHUNK_WORK, j.nidx), take_grad_lanes,
                         &j);
     if (own_dx)
       raf_elem_convert(dt->dtype, out->data, j.work, dxw, dt->numel);
@@ -612,7 +608,7 @@ raf_status raf_cpuref_pool2d_grad(const raf_kernel *k) {
                 .sh = stride.u.ints.v[0], .sw = stride.u.ints.v[1],
                 .ph = pad.u.ints.v[0], .pw = pad.u.ints.v[1]};
   raf_kernel_parallel(k, xt->dims[0] * xt->dims[1],
-                      grain_for(j.h * j.w + j.oh * j.ow * j.kh * j.kw),
+                      raf_cpuref_grain(CHUNK_WORK, j.h * j.w + j.oh * j.ow * j.kh * j.kw),
                       pool_grad_planes, &j);
   finish(k, &b, out);
   return RAF_OK;
@@ -713,10 +709,10 @@ raf_status raf_cpuref_conv2d_grad(const raf_kernel *k) {
                 .dh = dil.u.ints.v[0], .dw = dil.u.ints.v[1]};
   int64_t per = j.og * j.kh * j.kw * j.oh * j.ow;
   if (input)
-    raf_kernel_parallel(k, j.n * j.c, grain_for(per), conv_grad_input_planes,
+    raf_kernel_parallel(k, j.n * j.c, raf_cpuref_grain(CHUNK_WORK, per), conv_grad_input_planes,
                         &j);
   else
-    raf_kernel_parallel(k, wt->numel, grain_for(j.n * j.oh * j.ow),
+    raf_kernel_parallel(k, wt->numel, raf_cpuref_grain(CHUNK_WORK, j.n * j.oh * j.ow),
                         conv_grad_weight_elems, &j);
   finish(k, &b, out);
   return RAF_OK;
@@ -782,7 +778,7 @@ raf_status raf_cpuref_batch_norm_grad(const raf_kernel *k) {
               .training = raf_stmt_attr_bool(k->stmt, "training")};
   for (int d = 2; d < xt->rank; d++)
     j.inner *= xt->dims[d];
-  raf_kernel_parallel(k, j.c, grain_for(4 * j.n * j.inner), bn_grad_channels,
+  raf_kernel_parallel(k, j.c, raf_cpuref_grain(CHUNK_WORK, 4 * j.n * j.inner), bn_grad_channels,
                       &j);
   finish(k, &b, out);
   return RAF_OK;
@@ -895,7 +891,7 @@ raf_status raf_cpuref_attention_grad(const raf_kernel *k) {
   int64_t items = 1;
   for (int d = 0; d < r - 2; d++)
     items *= qt->dims[d];
-  raf_kernel_parallel(k, items, grain_for(j.lq * j.lk * (2 * j.d + 2 * j.dv_)),
+  raf_kernel_parallel(k, items, raf_cpuref_grain(CHUNK_WORK, j.lq * j.lk * (2 * j.d + 2 * j.dv_)),
                       att_grad_items, &j);
   if (atomic_load(&j.out_of_memory)) {
     buffers_free(&b);

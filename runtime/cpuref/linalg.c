@@ -40,43 +40,33 @@ enum { TILE = 256 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-static int64_t grain_for(int64_t work_per_row) {
-  return work_per_row >= CHUNK_WORK ? 1 : CHUNK_WORK / (work_per_row + 1) + 1;
-}
 
-/* x as a contiguous array of dtype `work` with x's shape, or, when
- * `transposed`, with x's last two dims swapped (each matrix transposed).
- * Points *out at x's own data when that already is it; otherwise at a new
- * buffer, also stored in *owned for the caller to free. */
+/* x as a contiguous array of dtype `work` with x's last two dims swapped
+ * (each matrix transposed), when `transposed`; else as
+ * raf_cpuref_working_copy. The copy is stored in *owned for the caller to
+ * free. */
 static raf_status working_copy(const raf_kernel *k, const raf_tensor *x,
                                bool transposed, raf_dtype work,
                                const void **out, void **owned) {
+  if (!transposed)
+    return raf_cpuref_working_copy(k, x, work, out, owned);
   const raf_type *t = x->type;
   raf_dtype dt = t->dtype;
-  *owned = NULL;
-  if (dt == work && !transposed) {
-    *out = x->data;
-    return RAF_OK;
-  }
   size_t ws = (size_t)raf_dtype_size(work), size = (size_t)raf_dtype_size(dt);
   char *buf = malloc(t->numel ? (size_t)t->numel * ws : 1);
+  *owned = NULL;
   if (!buf)
     return raf_kernel_fail(k, "out of memory for a working copy of %s",
                            raf_dtype_name(dt));
-  if (!transposed) {
-    raf_elem_convert(work, buf, dt, x->data, t->numel);
-  } else {
-    /* Stored [.., rows, cols]; the copy is [.., cols, rows]. */
-    int64_t rows = t->dims[t->rank - 2], cols = t->dims[t->rank - 1];
-    int64_t mat = rows * cols, nmat = mat ? t->numel / mat : 0;
-    const char *src = x->data;
-    for (int64_t m = 0; m < nmat; m++)
-      for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++)
-          raf_elem_convert(work, buf + (size_t)(m * mat + j * rows + i) * ws,
-                           dt, src + (size_t)(m * mat + i * cols + j) * size,
-                           1);
-  }
+  /* Stored [.., rows, cols]; the copy is [.., cols, rows]. */
+  int64_t rows = t->dims[t->rank - 2], cols = t->dims[t->rank - 1];
+  int64_t mat = rows * cols, nmat = mat ? t->numel / mat : 0;
+  const char *src = x->data;
+  for (int64_t m = 0; m < nmat; m++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++)
+        raf_elem_convert(work, buf + (size_t)(m * mat + j * rows + i) * ws, dt,
+                         src + (size_t)(m * mat + i * cols + j) * size, 1);
   *out = *owned = buf;
   return RAF_OK;
 }
@@ -171,7 +161,7 @@ raf_status raf_cpuref_matmul(const raf_kernel *k) {
     rc = working_copy(k, b, tb, j.work, &j.b, &own_b);
   if (rc == RAF_OK) {
     int64_t rows = ot->numel / j.n; /* batch x M */
-    raf_kernel_parallel(k, rows, grain_for(j.kdim * j.n), matmul_rows, &j);
+    raf_kernel_parallel(k, rows, raf_cpuref_grain(CHUNK_WORK, j.kdim * j.n), matmul_rows, &j);
   }
   free(own_a);
   free(own_b);
@@ -272,7 +262,7 @@ raf_status raf_cpuref_attention(const raf_kernel *k) {
     rc = working_copy(k, k->in[i], false, j.work, copies[i], &own[i]);
   if (rc == RAF_OK) {
     int64_t rows = k->out[0]->type->numel / j.dv; /* batch x Lq */
-    raf_kernel_parallel(k, rows, grain_for(j.lk * (j.d + j.dv)),
+    raf_kernel_parallel(k, rows, raf_cpuref_grain(CHUNK_WORK, j.lk * (j.d + j.dv)),
                         attention_rows, &j);
     if (atomic_load(&j.out_of_memory))
       rc = raf_kernel_fail(k, "out of memory for the attention scores");

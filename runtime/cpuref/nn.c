@@ -61,10 +61,6 @@
 /* Elements per dropout step, converted through stack buffers. */
 enum { CHUNK = 2048 };
 
-static int64_t grain_for(int64_t work_per_item) {
-  return work_per_item >= CHUNK_WORK ? 1
-                                     : CHUNK_WORK / (work_per_item + 1) + 1;
-}
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -79,27 +75,6 @@ static void valid_range(int64_t off, int64_t stride, int64_t n, int64_t nout,
     *lo = *hi;
 }
 
-/* x's data as a contiguous array of dtype `work`: x's own data when it
- * already is, else a new buffer, also stored in *owned for the caller to
- * free. */
-static raf_status working_copy(const raf_kernel *k, const raf_tensor *x,
-                               raf_dtype work, const void **out,
-                               void **owned) {
-  raf_dtype dt = x->type->dtype;
-  *owned = NULL;
-  if (dt == work) {
-    *out = x->data;
-    return RAF_OK;
-  }
-  size_t ws = (size_t)raf_dtype_size(work);
-  void *buf = malloc(x->type->numel ? (size_t)x->type->numel * ws : 1);
-  if (!buf)
-    return raf_kernel_fail(k, "out of memory for a working copy of %s",
-                           raf_dtype_name(dt));
-  raf_elem_convert(work, buf, dt, x->data, x->type->numel);
-  *out = *owned = buf;
-  return RAF_OK;
-}
 
 /* ---- dropout -------------------------------------------------------------- */
 
@@ -262,12 +237,12 @@ raf_status raf_cpuref_conv2d(const raf_kernel *k) {
   if (yt->numel == 0)
     return RAF_OK;
   void *own_x = NULL, *own_w = NULL;
-  raf_status rc = working_copy(k, k->in[0], j.work, &j.x, &own_x);
+  raf_status rc = raf_cpuref_working_copy(k, k->in[0], j.work, &j.x, &own_x);
   if (rc == RAF_OK)
-    rc = working_copy(k, k->in[1], j.work, &j.w, &own_w);
+    rc = raf_cpuref_working_copy(k, k->in[1], j.work, &j.w, &own_w);
   if (rc == RAF_OK) {
     raf_kernel_parallel(k, yt->dims[0] * j.o,
-                        grain_for(j.oh * j.ow * j.cg * j.kh * j.kw),
+                        raf_cpuref_grain(CHUNK_WORK, j.oh * j.ow * j.cg * j.kh * j.kw),
                         conv_planes, &j);
     if (atomic_load(&j.out_of_memory))
       rc = raf_kernel_fail(k, "out of memory for a conv2d output plane");
@@ -363,7 +338,7 @@ raf_status raf_cpuref_pool2d(const raf_kernel *k) {
   if (yt->numel == 0)
     return RAF_OK;
   raf_kernel_parallel(k, yt->dims[0] * yt->dims[1],
-                      grain_for(j.oh * j.ow * j.kh * j.kw + j.h * j.w),
+                      raf_cpuref_grain(CHUNK_WORK, j.oh * j.ow * j.kh * j.kw + j.h * j.w),
                       pool_planes, &j);
   if (atomic_load(&j.out_of_memory))
     return raf_kernel_fail(k, "out of memory for a pooling plane");
@@ -459,6 +434,6 @@ raf_status raf_cpuref_batch_norm(const raf_kernel *k) {
     return raf_kernel_fail(k, "expected more than 1 value per channel when "
                            "training, got input %s", buf);
   }
-  raf_kernel_parallel(k, j.c, grain_for(3 * j.n * j.inner), bn_channels, &j);
+  raf_kernel_parallel(k, j.c, raf_cpuref_grain(CHUNK_WORK, 3 * j.n * j.inner), bn_channels, &j);
   return RAF_OK;
 }

@@ -43,54 +43,8 @@
 
 /* About this many element visits per parallel chunk. */
 #define CHUNK_WORK ((int64_t)1 << 16)
-/* Elements per chunk of a parallel conversion. */
-#define CONVERT_GRAIN ((int64_t)1 << 16)
 
-static int64_t grain_for(int64_t work_per_item) {
-  return work_per_item >= CHUNK_WORK ? 1
-                                     : CHUNK_WORK / (work_per_item + 1) + 1;
-}
 
-/* ---- Working copies ------------------------------------------------------ */
-
-typedef struct convert_job {
-  raf_dtype to, from;
-  void *dst;
-  const void *src;
-} convert_job;
-
-static void convert_range(void *data, int64_t begin, int64_t end) {
-  const convert_job *j = data;
-  raf_elem_convert(j->to, (char *)j->dst + begin * raf_dtype_size(j->to),
-                   j->from,
-                   (const char *)j->src + begin * raf_dtype_size(j->from),
-                   end - begin);
-}
-
-static void convert(const raf_kernel *k, raf_dtype to, void *dst,
-                    raf_dtype from, const void *src, int64_t n) {
-  convert_job j = {to, from, dst, src};
-  raf_kernel_parallel(k, n, CONVERT_GRAIN, convert_range, &j);
-}
-
-/* x's elements in dtype `work`: x's own data when that already is it, or a
- * new converted buffer, also stored in *owned for the caller to free. */
-static raf_status work_in(const raf_kernel *k, const raf_tensor *x,
-                          raf_dtype work, const void **out, void **owned) {
-  const raf_type *t = x->type;
-  *owned = NULL;
-  if (t->dtype == work) {
-    *out = x->data;
-    return RAF_OK;
-  }
-  void *buf = malloc((size_t)t->numel * (size_t)raf_dtype_size(work) + 1);
-  if (!buf)
-    return raf_kernel_fail(k, "out of memory for a working copy of %s",
-                           raf_dtype_name(t->dtype));
-  convert(k, work, buf, t->dtype, x->data, t->numel);
-  *out = *owned = buf;
-  return RAF_OK;
-}
 
 /* Where to compute result y in dtype `work`: y's own data when that is its
  * dtype, else a new buffer (*owned) that store_out converts into y. */
@@ -112,7 +66,7 @@ static raf_status work_out(const raf_kernel *k, raf_tensor *y, raf_dtype work,
 static void store_out(const raf_kernel *k, raf_tensor *y, raf_dtype work,
                       const void *owned) {
   if (owned)
-    convert(k, y->type->dtype, y->data, work, owned, y->type->numel);
+    raf_cpuref_convert(k, y->type->dtype, y->data, work, owned, y->type->numel);
 }
 
 /* The normalised axis of attribute `name` for rank `rank` (inference has
@@ -301,9 +255,9 @@ raf_status raf_cpuref_reduce(const raf_kernel *k) {
   j.nouter = j.count ? j.count / j.n_in : 0;
 
   void *owned;
-  raf_status rc = work_in(k, x, work, &j.x, &owned);
+  raf_status rc = raf_cpuref_working_copy(k, x, work, &j.x, &owned);
   if (rc == RAF_OK)
-    raf_kernel_parallel(k, k->out[0]->type->numel, grain_for(j.count),
+    raf_kernel_parallel(k, k->out[0]->type->numel, raf_cpuref_grain(CHUNK_WORK, j.count),
                         reduce_range, &j);
   free(owned);
   return rc;
@@ -357,9 +311,9 @@ raf_status raf_cpuref_argmax(const raf_kernel *k) {
   if (k->out[0]->type->numel == 0) /* infer_argmax keeps n >= 1 */
     return RAF_OK;
   void *owned;
-  raf_status rc = work_in(k, x, j.work, &j.x, &owned);
+  raf_status rc = raf_cpuref_working_copy(k, x, j.work, &j.x, &owned);
   if (rc == RAF_OK)
-    raf_kernel_parallel(k, outer * j.inner, grain_for(j.n), argmax_range, &j);
+    raf_kernel_parallel(k, outer * j.inner, raf_cpuref_grain(CHUNK_WORK, j.n), argmax_range, &j);
   free(owned);
   return rc;
 }
@@ -417,11 +371,11 @@ raf_status raf_cpuref_softmax(const raf_kernel *k) {
   if (y->type->numel == 0)
     return RAF_OK;
   void *own_x, *own_y = NULL;
-  raf_status rc = work_in(k, x, j.work, &j.x, &own_x);
+  raf_status rc = raf_cpuref_working_copy(k, x, j.work, &j.x, &own_x);
   if (rc == RAF_OK)
     rc = work_out(k, y, j.work, &j.y, &own_y);
   if (rc == RAF_OK) {
-    raf_kernel_parallel(k, outer * j.inner, grain_for(3 * j.n),
+    raf_kernel_parallel(k, outer * j.inner, raf_cpuref_grain(CHUNK_WORK, 3 * j.n),
                         softmax_range, &j);
     store_out(k, y, j.work, own_y);
   }
@@ -480,15 +434,15 @@ raf_status raf_cpuref_layer_norm(const raf_kernel *k) {
   if (y->type->numel == 0)
     return RAF_OK;
   void *own[4] = {NULL, NULL, NULL, NULL};
-  raf_status rc = work_in(k, x, j.work, &j.x, &own[0]);
+  raf_status rc = raf_cpuref_working_copy(k, x, j.work, &j.x, &own[0]);
   if (rc == RAF_OK)
-    rc = work_in(k, k->in[1], j.work, &j.gamma, &own[1]);
+    rc = raf_cpuref_working_copy(k, k->in[1], j.work, &j.gamma, &own[1]);
   if (rc == RAF_OK)
-    rc = work_in(k, k->in[2], j.work, &j.beta, &own[2]);
+    rc = raf_cpuref_working_copy(k, k->in[2], j.work, &j.beta, &own[2]);
   if (rc == RAF_OK)
     rc = work_out(k, y, j.work, &j.y, &own[3]);
   if (rc == RAF_OK) {
-    raf_kernel_parallel(k, y->type->numel / j.n, grain_for(3 * j.n),
+    raf_kernel_parallel(k, y->type->numel / j.n, raf_cpuref_grain(CHUNK_WORK, 3 * j.n),
                         layer_norm_range, &j);
     store_out(k, y, j.work, own[3]);
   }
