@@ -502,6 +502,36 @@ static void store_output(cg_emitter *e, int i) {
            v->type->dtype, val);
 }
 
+/* A partial result: stored where the indices along the dims it lacks are
+ * 0 (it broadcasts along them, so every other point holds a copy). The
+ * analysis never merges such a dim with one the result has. */
+static void store_part(cg_emitter *e, int i) {
+  const cg_plan *p = e->p;
+  const cg_output *o = &p->out[i];
+  int64_t coef[RAF_MAX_RANK];
+  cg_leaf_coef(p, o->value->type, o->map, coef);
+  LLVMValueRef cond = NULL;
+  for (int c = 0; c < p->ncdims; c++) {
+    if (coef[p->cdims[c].last] != 0 || !e->idx[c])
+      continue;
+    LLVMValueRef z = LLVMBuildICmp(e->B, LLVMIntEQ, e->idx[c], i64c(e, 0), "");
+    cond = cond ? LLVMBuildAnd(e->B, cond, z, "") : z;
+  }
+  if (!cond) {
+    store_output(e, i);
+    return;
+  }
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, e->fn, "part");
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(e->C, e->fn, "next");
+  LLVMBuildCondBr(e->B, cond, then, next);
+  LLVMPositionBuilderAtEnd(e->B, then);
+  int mark = e->nmemo; /* what is computed here dominates nothing after */
+  store_output(e, i);
+  e->nmemo = mark;
+  LLVMBuildBr(e->B, next);
+  LLVMPositionBuilderAtEnd(e->B, next);
+}
+
 /* The body over rows [from, to) stepping by step; `first` says whether
  * this call (or thread) owns the uniform results. */
 static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
@@ -510,7 +540,7 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   bool uniform = false, full = false;
   for (int i = 0; i < p->nout; i++) {
     uniform |= p->out[i].cls == CG_OUT_UNIFORM;
-    full |= p->out[i].cls == CG_OUT_FULL;
+    full |= p->out[i].cls == CG_OUT_FULL || p->out[i].cls == CG_OUT_PART;
   }
   if (uniform) {
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, e->fn, "uniform");
@@ -549,6 +579,9 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
     for (int i = 0; i < p->nout; i++)
       if (p->out[i].cls == CG_OUT_FULL)
         store_output(e, i);
+    for (int i = 0; i < p->nout; i++)
+      if (p->out[i].cls == CG_OUT_PART)
+        store_part(e, i);
     nest_close(e, &N);
   }
   e->nmemo = mark;

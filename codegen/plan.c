@@ -381,14 +381,26 @@ static bool walk_rowop(walker *w, const raf_stmt *s) {
     const raf_value *u = s->operands[i].value;
     if (s->op == RAF_OP_CROSS_ENTROPY) { /* the labels, one per row */
       cg_map rm;
-      if (u->def || !cg_map_row(w->p, u->type, &rm))
-        return fail(w, "cross_entropy's labels %%%s are not an argument of "
-                    "the fused function%s", u->name, "");
-      if (w->p->nchecks == CG_MAX_CHECKS)
+      int64_t classes = x->type->dims[x->type->rank - 1];
+      int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
+      bool constant = u->def && u->def->op == RAF_OP_CONSTANT;
+      if ((u->def && !constant) || !cg_map_row(w->p, u->type, &rm))
+        return fail(w, "cross_entropy's labels %%%s are neither an argument "
+                    "of the fused function nor a constant%s", u->name, "");
+      if (constant) { /* checked here, once */
+        const raf_const *c = u->def->cdata;
+        for (int64_t k = 0; k < c->count; k++) {
+          int64_t label = raf_const_get_i64(u->type->dtype, c, k);
+          if (label != ignore && (label < 0 || label >= classes))
+            return fail(w, "constant labels %%%s out of range%s", u->name,
+                        "");
+        }
+      } else if (w->p->nchecks == CG_MAX_CHECKS) {
         return fail(w, "more than 8 cross_entropy statements%s%s", "", "");
-      w->p->checks[w->p->nchecks++] = (cg_label_check){
-          u->index, x->type->dims[x->type->rank - 1],
-          raf_stmt_attr_int(s, "ignore_index"), s};
+      } else {
+        w->p->checks[w->p->nchecks++] =
+            (cg_label_check){u->index, classes, ignore, s};
+      }
       if (!walk(w, u, rm, AT_ROW))
         return false;
       continue;
@@ -420,6 +432,15 @@ static bool under(const raf_func *f, const raf_value *v,
   return false;
 }
 
+/* Whether t broadcasts to F (NumPy, right-aligned). */
+static bool broadcasts_to_space(const cg_plan *p, const raf_type *t) {
+  int shift = p->rank - t->rank;
+  for (int j = 0; j < t->rank; j++)
+    if (t->dims[j] != 1 && (j + shift < 0 || t->dims[j] != p->dims[j + shift]))
+      return false;
+  return true;
+}
+
 /* Classifies result i and walks what it reads. */
 static bool classify(walker *w, int i, const raf_value *v) {
   cg_plan *p = w->p;
@@ -428,9 +449,9 @@ static bool classify(walker *w, int i, const raf_value *v) {
   o->value = v;
   memset(&o->map, -1, sizeof o->map);
   int shift = p->rank - t->rank;
-  bool full = shift >= 0;
+  bool full = true; /* F's shape, give or take leading 1s */
   for (int j = 0; full && j < t->rank; j++)
-    full = t->dims[j] == p->dims[j + shift];
+    full = j + shift < 0 ? t->dims[j] == 1 : t->dims[j] == p->dims[j + shift];
   for (int d = 0; full && d < shift; d++)
     full = p->dims[d] == 1;
   char a[64], b[64];
@@ -451,6 +472,10 @@ static bool classify(walker *w, int i, const raf_value *v) {
     o->cls = CG_OUT_UNIFORM;
   } else if (p->has_rowops && cg_map_row(p, t, &o->map)) {
     o->cls = CG_OUT_ROW;
+  } else if (broadcasts_to_space(p, t)) {
+    o->cls = CG_OUT_PART;
+    o->map = cg_map_identity(p, t);
+    at = AT_POINT;
   } else {
     return fail(w, "result %s (%s) does not fit the iteration space", b, a);
   }

@@ -48,7 +48,9 @@ typedef enum cg_out_class {
   CG_OUT_FULL,    /* F's shape: stored at every point */
   CG_OUT_ROW,     /* one element per row: stored by the row */
   CG_OUT_UNIFORM, /* one element, no row op under it: stored once */
-  CG_OUT_FINAL    /* one element under a total: stored by the final step */
+  CG_OUT_FINAL,   /* one element under a total: stored by the final step */
+  CG_OUT_PART     /* a shape F broadcasts from: stored at the points whose
+                     indices along its missing dims are 0 */
 } cg_out_class;
 
 typedef struct cg_output {

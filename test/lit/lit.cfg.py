@@ -46,6 +46,15 @@ if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 
+# Tests of the vectorised math library (glibc's libmvec, AVX2 or AVX-512
+# variants) say `REQUIRES: avx2`.
+try:
+    with open("/proc/cpuinfo") as f:
+        if " avx2" in f.read():
+            config.available_features.add("avx2")
+except OSError:
+    pass
+
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")

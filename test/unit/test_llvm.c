@@ -1,0 +1,430 @@
+/* test_llvm.c: property tests of the llvm dialect (codegen/ and
+ * runtime/llvm.c) on random fused functions, each written as text as a
+ * user (or the fuse pass) writes it, dispatched and run by the executor:
+ *   - elementwise programs: random DAGs of every elementwise op the
+ *     lowering takes, over random broadcasts, in every dtype, with
+ *     constants, comparisons, where and casts; with scalar libm
+ *     (RAF_JIT_MATH=exact) the results are bit-identical to cpu-ref's;
+ *   - row programs: producers, a reduction or row op (sum, mean, max, min,
+ *     softmax, log_softmax, layer_norm) over trailing or leading axes, and
+ *     consumers; equal to cpu-ref within the reassociation of double sums;
+ *   - with the vectorised math (the default), results within a relative
+ *     1e-3 of cpu-ref's (the chains amplify libmvec's few ulp), and
+ *     bit-identical at 1 and 3 threads.
+ * Almost every program must be compiled (not declined). The kernel cache
+ * is a fresh temporary directory. The generator is a fixed-seed xorshift;
+ * each failure prints the module. */
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "runtime/exec.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+#include "test/unit/check.h"
+#include "test/unit/program.h"
+
+/* ---- Building programs ------------------------------------------------------ */
+
+typedef struct gval {
+  char name[16];
+  raf_dtype dt;
+  int rank;
+  int64_t dims[4];
+} gval;
+
+typedef struct text {
+  char *s;
+  size_t n, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int n = vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
+    va_end(ap);
+    if ((size_t)n < t->cap - t->n) {
+      t->n += (size_t)n;
+      return;
+    }
+    t->cap = t->cap * 2 + (size_t)n + 64;
+    t->s = realloc(t->s, t->cap);
+  }
+}
+
+static void tyname(char *buf, size_t size, const gval *v) {
+  type_text(buf, size, v->dt, v->rank, v->dims);
+}
+
+/* The broadcast of a and b's shapes. */
+static void bcast(const gval *a, const gval *b, gval *out) {
+  out->rank = a->rank > b->rank ? a->rank : b->rank;
+  for (int d = 0; d < out->rank; d++) {
+    int da = d - (out->rank - a->rank), db = d - (out->rank - b->rank);
+    int64_t x = da >= 0 ? a->dims[da] : 1, y = db >= 0 ? b->dims[db] : 1;
+    out->dims[d] = x > y ? x : y;
+  }
+}
+
+static bool is_float(raf_dtype dt) { return raf_dtype_is_float(dt); }
+
+static const char *const FLOAT_UNARY[] = {
+    "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
+    "relu", "erf", "cos", "sin", "gelu", "gelu_tanh"};
+static const char *const INT_UNARY[] = {"neg", "abs", "relu"};
+static const char *const FLOAT_BINARY[] = {"add", "sub",     "mul",    "div",
+                                           "pow", "maximum", "minimum"};
+static const char *const INT_BINARY[] = {"add", "sub", "mul", "maximum",
+                                         "minimum"};
+static const char *const COMPARE[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+#define N(a) ((int)(sizeof a / sizeof a[0]))
+
+/* A random elementwise fused function @fused_0 and a @main calling it. */
+static char *elementwise_program(raf_dtype dt) {
+  gval F = {.rank = (int)rand_int(0, 4)};
+  for (int d = 0; d < F.rank; d++)
+    F.dims[d] = rand_int(1, 6);
+  if (F.rank && rand_int(0, 2) == 0)
+    F.dims[rand_int(0, F.rank - 1)] = rand_int(20, 300);
+  gval vals[64];
+  int nv = 0, nin = (int)rand_int(1, 4);
+  for (int i = 0; i < nin; i++) {
+    gval *v = &vals[nv++];
+    snprintf(v->name, sizeof v->name, "a%d", i);
+    v->dt = dt;
+    v->rank = i == 0 ? F.rank : (int)rand_int(0, F.rank);
+    for (int d = 0; d < v->rank; d++)
+      v->dims[d] = i > 0 && rand_int(0, 2) == 0
+                       ? 1
+                       : F.dims[d + F.rank - v->rank];
+  }
+  text body = {0}, sig = {0};
+  int nstmts = (int)rand_int(2, 10);
+  for (int k = 0; k < nstmts; k++) {
+    gval *a = &vals[rand_int(0, nv - 1)];
+    gval *b = &vals[rand_int(0, nv - 1)];
+    if (a->dt != dt)
+      a = &vals[0];
+    if (b->dt != dt)
+      b = &vals[nin - 1];
+    gval *r = &vals[nv];
+    snprintf(r->name, sizeof r->name, "v%d", k);
+    r->dt = dt;
+    int kind = (int)rand_int(0, 9);
+    bool fl = is_float(dt);
+    if (kind <= 3) { /* unary */
+      const char *op = fl ? FLOAT_UNARY[rand_int(0, N(FLOAT_UNARY) - 1)]
+                          : INT_UNARY[rand_int(0, N(INT_UNARY) - 1)];
+      *r = (gval){.dt = dt, .rank = a->rank};
+      snprintf(r->name, sizeof r->name, "v%d", k);
+      memcpy(r->dims, a->dims, sizeof r->dims);
+      if (strcmp(op, "gelu_tanh") == 0)
+        put(&body, "  %%%s = gelu(%%%s) {approximate = \"tanh\"}\n", r->name,
+            a->name);
+      else
+        put(&body, "  %%%s = %s(%%%s)\n", r->name, op, a->name);
+    } else if (kind <= 6) { /* binary */
+      const char *op = fl ? FLOAT_BINARY[rand_int(0, N(FLOAT_BINARY) - 1)]
+                          : INT_BINARY[rand_int(0, N(INT_BINARY) - 1)];
+      bcast(a, b, r);
+      put(&body, "  %%%s = %s(%%%s, %%%s)\n", r->name, op, a->name, b->name);
+    } else if (kind == 7) { /* where(compare) */
+      bcast(a, b, r);
+      put(&body, "  %%%s.c = %s(%%%s, %%%s)\n", r->name,
+          COMPARE[rand_int(0, N(COMPARE) - 1)], a->name, b->name);
+      put(&body, "  %%%s = where(%%%s.c, %%%s, %%%s)\n", r->name, r->name,
+          a->name, b->name);
+    } else if (kind == 8) { /* a cast away and back */
+      static const raf_dtype any[] = {RAF_F64, RAF_F32, RAF_F16, RAF_BF16,
+                                      RAF_I64, RAF_I32, RAF_I8,  RAF_U8,
+                                      RAF_BOOL};
+      raf_dtype to = any[rand_int(0, N(any) - 1)];
+      *r = *a;
+      snprintf(r->name, sizeof r->name, "v%d", k);
+      put(&body, "  %%%s.t = cast(%%%s) {dtype = %s}\n", r->name, a->name,
+          raf_dtype_name(to));
+      put(&body, "  %%%s = cast(%%%s.t) {dtype = %s}\n", r->name, r->name,
+          raf_dtype_name(dt));
+    } else { /* with a constant */
+      *r = *a;
+      snprintf(r->name, sizeof r->name, "v%d", k);
+      static const char *const consts[] = {"0.5", "-2.0", "3.0", "0.0",
+                                           "1.0"};
+      static const char *const iconsts[] = {"3", "-2", "7", "0", "1"};
+      const char *c = fl ? consts[rand_int(0, 4)] : iconsts[rand_int(0, 4)];
+      if (dt == RAF_U8 && c[0] == '-')
+        c = "5";
+      put(&body, "  %%%s.k = constant %s : %s[]\n", r->name, c,
+          raf_dtype_name(dt));
+      put(&body, "  %%%s = %s(%%%s, %%%s.k)\n", r->name,
+          fl ? FLOAT_BINARY[rand_int(0, 2)] : INT_BINARY[rand_int(0, 2)],
+          a->name, r->name);
+    }
+    nv++;
+  }
+  /* Results: the last value, and maybe one or two more. */
+  int res[3] = {nv - 1}, nres = 1 + (int)rand_int(0, 2);
+  for (int i = 1; i < nres; i++)
+    res[i] = (int)rand_int(nin, nv - 1);
+  char t[64];
+  put(&sig, "func @main(");
+  for (int i = 0; i < nin; i++) {
+    tyname(t, sizeof t, &vals[i]);
+    put(&sig, "%s%%%s: %s", i ? ", " : "", vals[i].name, t);
+  }
+  put(&sig, ") -> (");
+  for (int i = 0; i < nres; i++) {
+    tyname(t, sizeof t, &vals[res[i]]);
+    put(&sig, "%s%s", i ? ", " : "", t);
+  }
+  put(&sig, ") {\n  ");
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%r%d", i ? ", " : "", i);
+  put(&sig, " = call @fused_0(");
+  for (int i = 0; i < nin; i++)
+    put(&sig, "%s%%%s", i ? ", " : "", vals[i].name);
+  put(&sig, ")\n  return ");
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%r%d", i ? ", " : "", i);
+  put(&sig, "\n}\n\nfunc @fused_0(");
+  for (int i = 0; i < nin; i++) {
+    tyname(t, sizeof t, &vals[i]);
+    put(&sig, "%s%%%s: %s", i ? ", " : "", vals[i].name, t);
+  }
+  put(&sig, ") -> (");
+  for (int i = 0; i < nres; i++) {
+    tyname(t, sizeof t, &vals[res[i]]);
+    put(&sig, "%s%s", i ? ", " : "", t);
+  }
+  put(&sig, ") {fused} {\n%s  return ", body.s);
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%%s", i ? ", " : "", vals[res[i]].name);
+  put(&sig, "\n}\n");
+  free(body.s);
+  return sig.s;
+}
+
+/* A random row program: producers, one row op, consumers. */
+static char *row_program(raf_dtype dt) {
+  int rank = (int)rand_int(2, 3);
+  int64_t dims[3];
+  for (int d = 0; d < rank; d++)
+    dims[d] = rand_int(1, 9);
+  dims[rank - 1] = rand_int(1, 70);
+  char F[64], C[64], R[64], RK[64];
+  type_text(F, sizeof F, dt, rank, dims);
+  type_text(C, sizeof C, dt, 1, dims + rank - 1);
+  int64_t kd[3];
+  for (int d = 0; d < rank; d++)
+    kd[d] = d == rank - 1 ? 1 : dims[d];
+  type_text(RK, sizeof RK, dt, rank, kd);
+  type_text(R, sizeof R, dt, rank - 1, dims);
+  text t = {0};
+  static const char *const pre[] = {"add", "mul", "sub", "maximum"};
+  static const char *const post[] = {"add", "mul", "sub", "div"};
+  int kind = (int)rand_int(0, 7);
+  const char *reds[] = {"sum", "mean", "max", "min"};
+  const char *red = reds[rand_int(0, 3)];
+  const char *p1 = pre[rand_int(0, 3)], *p2 = post[rand_int(0, 3)];
+  const char *un = FLOAT_UNARY[rand_int(0, N(FLOAT_UNARY) - 2)];
+  put(&t,
+      "func @main(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {\n"
+      "  %%r0, %%r1 = call @fused_0(%%x, %%b, %%g)\n"
+      "  return %%r0, %%r1\n}\n\n"
+      "func @fused_0(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {fused} {\n"
+      "  %%h = %s(%%x, %%b)\n  %%u = %s(%%h)\n",
+      F, C, C, F, kind <= 1 ? RK : kind == 2 ? R : F, F, C, C, F,
+      kind <= 1 ? RK : kind == 2 ? R : F, p1, un);
+  switch (kind) {
+  case 0: /* trailing reduction, keepdims, with a consumer */
+  case 1:
+    put(&t, "  %%s = %s(%%u) {axes = [-1], keepdims}\n", red);
+    put(&t, "  %%y = %s(%%h, %%s)\n  return %%y, %%s\n}\n", p2);
+    break;
+  case 2: /* trailing reduction without keepdims */
+    put(&t, "  %%s = %s(%%u) {axes = [%d]}\n", red, rank - 1);
+    put(&t, "  %%y = %s(%%u, %%g)\n  return %%y, %%s\n}\n", p2);
+    break;
+  case 3:
+    put(&t, "  %%s = softmax(%%u)\n  %%y = %s(%%s, %%b)\n"
+            "  return %%y, %%s\n}\n", p2);
+    break;
+  case 4:
+    put(&t, "  %%s = log_softmax(%%u) {axis = 0}\n  %%y = %s(%%s, %%h)\n"
+            "  return %%y, %%s\n}\n", p2);
+    break;
+  case 5:
+    put(&t, "  %%s = layer_norm(%%u, %%g, %%b)\n  %%y = %s(%%s)\n"
+            "  return %%y, %%s\n}\n", un);
+    break;
+  default: { /* leading reduction: over dim 0, a "row" per column */
+    int64_t ld[3];
+    for (int d = 1; d < rank; d++)
+      ld[d - 1] = dims[d];
+    char L[64];
+    type_text(L, sizeof L, dt, rank - 1, ld);
+    t.n = 0;
+    put(&t,
+        "func @main(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {\n"
+        "  %%r0, %%r1 = call @fused_0(%%x, %%b, %%g)\n"
+        "  return %%r0, %%r1\n}\n\n"
+        "func @fused_0(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {fused} {\n"
+        "  %%h = %s(%%x, %%b)\n  %%u = %s(%%h)\n"
+        "  %%s = %s(%%u) {axes = [0]}\n  return %%u, %%s\n}\n",
+        F, C, C, F, L, F, C, C, F, L, p1, un, red);
+    break;
+  }
+  }
+  return t.s;
+}
+
+/* ---- Comparing ------------------------------------------------------------ */
+
+/* Element i of a and b equal (bits, or both NaN), or close when tol > 0. */
+static bool same_elem(const raf_tensor *a, const raf_tensor *b, int64_t i,
+                      double tol) {
+  raf_dtype dt = a->type->dtype;
+  int size = raf_dtype_size(dt);
+  if (memcmp((const char *)a->data + i * size,
+             (const char *)b->data + i * size, (size_t)size) == 0)
+    return true;
+  if (!raf_dtype_is_float(dt))
+    return false;
+  double x = raf_elem_get_f64(dt, a->data, i), y = raf_elem_get_f64(dt, b->data, i);
+  if (isnan(x) && isnan(y))
+    return true;
+  if (tol <= 0)
+    return false;
+  if (isinf(x) || isinf(y))
+    return x == y;
+  return fabs(x - y) <= tol * (1 + fabs(y));
+}
+
+/* Runs text with the dialects at `threads` threads, on random arguments or
+ * copies of `from`; its results, or NULL when it did not build or run. */
+static raf_tensor **run_with(const char *text, const char *dialects,
+                             int threads, program *p, raf_tensor **from,
+                             raf_tensor ***args_out) {
+  if (!program_open(p, text, dialects, threads))
+    return NULL;
+  raf_tensor **args = from ? copy_args(p, from) : random_args(p);
+  *args_out = args;
+  return run_all(p, args);
+}
+
+/* Compares the llvm dialect against cpu-ref on one program (tol 0:
+ * bit-identity), and the llvm dialect at 2 and 3 threads. */
+static void check_program(const char *text, double tol, bool threads_too) {
+  program ref, got, got3;
+  raf_tensor **ra, **ga, **g3a = NULL;
+  raf_tensor **want = run_with(text, "cblas,cpu-ref", 2, &ref, NULL, &ra);
+  CHECK(want != NULL);
+  if (!want) {
+    fprintf(stderr, "%s", text);
+    program_close(&ref);
+    return;
+  }
+  raf_tensor **res = run_with(text, "llvm,cblas,cpu-ref", 2, &got, ra, &ga);
+  CHECK(res != NULL);
+  raf_func *f = ref.m->first;
+  bool ok = res != NULL;
+  for (int r = 0; ok && r < f->nresults; r++)
+    for (int64_t i = 0; ok && i < want[r]->type->numel; i++)
+      if (!same_elem(res[r], want[r], i, tol)) {
+        fprintf(stderr,
+                "test_llvm: result %d element %lld: llvm %.9g, cpu-ref %.9g "
+                "(tol %g)\n%s",
+                r, (long long)i,
+                raf_elem_get_f64(res[r]->type->dtype, res[r]->data, i),
+                raf_elem_get_f64(want[r]->type->dtype, want[r]->data, i), tol,
+                text);
+        ok = false;
+      }
+  CHECK(ok);
+  if (res && threads_too) {
+    raf_tensor **r3 = run_with(text, "llvm,cblas,cpu-ref", 3, &got3, ra, &g3a);
+    bool same = r3 != NULL;
+    for (int r = 0; same && r < f->nresults; r++)
+      same = memcmp(r3[r]->data, res[r]->data, res[r]->nbytes) == 0;
+    if (!same)
+      fprintf(stderr, "test_llvm: 3 threads differ from 2\n%s", text);
+    CHECK(same);
+    if (r3)
+      free_tensors(&got3, r3, f->nresults);
+    free_tensors(&got3, g3a, f->nargs);
+    program_close(&got3);
+  }
+  if (res)
+    free_tensors(&got, res, f->nresults);
+  free_tensors(&got, ga, f->nargs);
+  program_close(&got);
+  free_tensors(&ref, want, f->nresults);
+  free_tensors(&ref, ra, f->nargs);
+  program_close(&ref);
+}
+
+/* Whether the lowering took the program's fused function. */
+static bool compiles(const char *text) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_module *m = raf_parse_module(ctx, "prop.raf", text, strlen(text), 1);
+  char why[256] = "";
+  bool ok = m && raf_cg_supports(raf_module_find_func(m, "fused_0"), NULL,
+                                 why, sizeof why);
+  if (getenv("TEST_LLVM_VERBOSE") && !ok)
+    fprintf(stderr, "test_llvm: declined: %s\n", why);
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+  return ok;
+}
+
+int main(void) {
+  char dir[] = "/tmp/raf-test-llvm-XXXXXX";
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "test_llvm: cannot make a cache directory\n");
+    return 1;
+  }
+  setenv("RAF_CACHE_DIR", dir, 1);
+  static const raf_dtype dts[] = {RAF_F32, RAF_F64, RAF_F16, RAF_BF16,
+                                  RAF_I64, RAF_I32, RAF_I8,  RAF_U8};
+  int total = 0, taken = 0;
+  /* Scalar libm: bit-identical. */
+  setenv("RAF_JIT_MATH", "exact", 1);
+  for (int i = 0; i < 160; i++) {
+    char *text = elementwise_program(dts[i % N(dts)]);
+    taken += compiles(text);
+    total++;
+    check_program(text, 0, i % 8 == 0);
+    free(text);
+  }
+  static const raf_dtype fdts[] = {RAF_F32, RAF_F64, RAF_F16, RAF_BF16};
+  static const double rtol[] = {1e-5, 1e-12, 2e-3, 1.6e-2};
+  for (int i = 0; i < 64; i++) {
+    char *text = row_program(fdts[i % 4]);
+    taken += compiles(text);
+    total++;
+    check_program(text, rtol[i % 4], i % 4 == 0);
+    free(text);
+  }
+  /* The vectorised math. */
+  unsetenv("RAF_JIT_MATH");
+  for (int i = 0; i < 24; i++) {
+    char *text = elementwise_program(fdts[i % 4]);
+    check_program(text, i % 4 >= 2 ? 2e-2 : 1e-3, true);
+    free(text);
+  }
+  fprintf(stderr, "test_llvm: %d of %d programs compiled\n", taken, total);
+  CHECK(taken >= total * 9 / 10);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "test_llvm: could not remove %s\n", dir);
+  if (failures)
+    fprintf(stderr, "test_llvm: %d failures\n", failures);
+  return failures != 0;
+}
