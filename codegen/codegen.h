@@ -56,6 +56,7 @@ typedef struct raf_cg_label_check {
   int arg;
   int64_t classes, ignore;
   const raf_stmt *stmt;
+  bool backward; /* cross_entropy_grad's labels: its message */
 } raf_cg_label_check;
 
 /* How to run a kernel: `rows` rows in ranges of `grain` rows (fixed by

@@ -217,7 +217,7 @@ static void fill_info(const cg_plan *p, raf_cg_info *info) {
   for (int i = 0; i < p->nchecks; i++)
     info->checks[i] = (raf_cg_label_check){
         p->checks[i].arg, p->checks[i].classes, p->checks[i].ignore,
-        p->checks[i].stmt};
+        p->checks[i].stmt, p->checks[i].backward};
 }
 
 bool raf_cg_supports(const raf_func *f, raf_cg_info *info, char *why,

@@ -170,14 +170,48 @@ static int rowop_index(const cg_emitter *e, const raf_stmt *s) {
   return -1;
 }
 
+/* The index along the last inner dim (cross_entropy's class), 0 when the
+ * class dim has one element. */
+static LLVMValueRef class_index(cg_emitter *e) {
+  const cg_plan *p = e->p;
+  return p->ncdims > p->ncouter ? e->idx[p->ncdims - 1] : i64c(e, 0);
+}
+
 /* A full result of a row op at the current point. */
 static LLVMValueRef row_full(cg_emitter *e, const raf_stmt *s, cg_map m) {
   int k = rowop_index(e, s);
   const cg_aux *a = &e->aux[k];
   raf_dtype dt = s->results[0]->type->dtype, w = cg_work_dtype(dt);
   LLVMBuilderRef B = e->B;
+  if (s->op == RAF_OP_CROSS_ENTROPY_GRAD) {
+    /* (exp(x - top) / total - (c == label)) * g, 0 for an ignored row */
+    LLVMValueRef x = cg_to_f64(e, operand(e, s, 1, m));
+    LLVMValueRef p = LLVMBuildFDiv(
+        B, cg_math(e, "exp", RAF_F64, LLVMBuildFSub(B, x, a->top, ""), NULL),
+        a->total, "");
+    LLVMValueRef hit =
+        LLVMBuildICmp(B, LLVMIntEQ, class_index(e), a->label, "");
+    p = LLVMBuildFSub(B, p,
+                      LLVMBuildSelect(B, hit, LLVMConstReal(e->f64, 1),
+                                      LLVMConstReal(e->f64, 0), ""),
+                      "");
+    LLVMValueRef r = LLVMBuildSelect(B, a->ignored, LLVMConstReal(e->f64, 0),
+                                     LLVMBuildFMul(B, p, a->scale, ""), "");
+    return cg_from_f64(e, r, w);
+  }
   LLVMValueRef x = operand(e, s, 0, m);
   switch (s->op) {
+  case RAF_OP_SOFTMAX_GRAD: { /* y * (dy - sum(dy * y)), in double */
+    LLVMValueRef dy = cg_to_f64(e, x), y = cg_to_f64(e, operand(e, s, 1, m));
+    return cg_from_f64(
+        e, LLVMBuildFMul(B, y, LLVMBuildFSub(B, dy, a->total, ""), ""), w);
+  }
+  case RAF_OP_LOG_SOFTMAX_GRAD: { /* dy - exp(y) * sum(dy), in double */
+    LLVMValueRef dy = cg_to_f64(e, x), y = cg_to_f64(e, operand(e, s, 1, m));
+    LLVMValueRef ey = cg_math(e, "exp", RAF_F64, y, NULL);
+    return cg_from_f64(
+        e, LLVMBuildFSub(B, dy, LLVMBuildFMul(B, ey, a->total, ""), ""), w);
+  }
   case RAF_OP_SOFTMAX: { /* (T)((double)exp(x - top) / total) */
     LLVMValueRef d = LLVMBuildFSub(B, x, a->top, "");
     LLVMValueRef ex = cg_to_f64(e, cg_math(e, "exp", w, d, NULL));
@@ -212,8 +246,7 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
                        (unsigned long long)raf_const_get_i64(dt, s->cdata, 0),
                        true);
   } else if (cg_is_rowop(s)) {
-    if (s->op != RAF_OP_SOFTMAX && s->op != RAF_OP_LOG_SOFTMAX &&
-        s->op != RAF_OP_LAYER_NORM) {
+    if (!cg_rowop_is_full(s)) {
       cg_fail(e, "internal: the result of %s read before its row phase",
               raf_op_table[s->op].name);
       return LLVMGetUndef(cg_compute_type(e, dt));
@@ -241,6 +274,16 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
     case RAF_OP_GE:
       r = cg_compare(e, s->op, odt, operand(e, s, 0, m), operand(e, s, 1, m));
       break;
+    case RAF_OP_GELU_GRAD: { /* dy * gelu'(x), in double */
+      LLVMValueRef dy = cg_to_f64(e, operand(e, s, 0, m));
+      LLVMValueRef x = cg_to_f64(e, operand(e, s, 1, m));
+      r = cg_round(e, dt,
+                   cg_from_f64(e,
+                               LLVMBuildFMul(e->B, dy,
+                                             cg_gelu_derivative(e, s, x), ""),
+                               cg_work_dtype(dt)));
+      break;
+    }
     case RAF_OP_MSE_LOSS: { /* reduction none: (a - b) * (a - b) */
       LLVMValueRef d = LLVMBuildFSub(e->B, operand(e, s, 0, m),
                                      operand(e, s, 1, m), "");
@@ -446,12 +489,110 @@ static int total_index(const cg_emitter *e, const raf_stmt *s) {
   return t;
 }
 
+/* The row's sum in double of dy * y (softmax_grad) or of dy. */
+static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
+  const raf_value *dy = s->operands[0].value, *y = s->operands[1].value;
+  cg_map id = cg_map_identity(e->p, dy->type);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = cg_to_f64(e, eval(e, dy, id));
+  if (s->op == RAF_OP_SOFTMAX_GRAD)
+    v = LLVMBuildFMul(e->B, v,
+                      cg_to_f64(e, eval(e, y, cg_map_operand(y->type, dy->type,
+                                                             id))),
+                      "");
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64), v), a);
+  nest_close(e, &N);
+  return acc_load(e, a, e->f64);
+}
+
+/* cross_entropy_grad's row: the max and the sum of exp(x - max), in double,
+ * the label, and the factor dy (or dy / counted labels). */
+static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
+  const raf_value *dy = s->operands[0].value, *x = s->operands[1].value,
+                  *lab = s->operands[2].value;
+  cg_map id = cg_map_identity(e->p, x->type);
+  LLVMValueRef top = alloca_init(e, LLVMConstReal(e->f64, -1.0 / 0.0));
+  nest N;
+  nest_open(e, &N);
+  LLVMBuildStore(e->B,
+                 cg_max(e, RAF_F64, acc_load(e, top, e->f64),
+                        cg_to_f64(e, eval(e, x, id)), false),
+                 top);
+  nest_close(e, &N);
+  a->top = acc_load(e, top, e->f64);
+  LLVMValueRef total = alloca_init(e, LLVMConstReal(e->f64, 0));
+  nest_open(e, &N);
+  LLVMValueRef d = LLVMBuildFSub(e->B, cg_to_f64(e, eval(e, x, id)), a->top,
+                                 "");
+  LLVMBuildStore(e->B,
+                 cg_fadd_reassoc(e, acc_load(e, total, e->f64),
+                                 cg_math(e, "exp", RAF_F64, d, NULL)),
+                 total);
+  nest_close(e, &N);
+  a->total = acc_load(e, total, e->f64);
+  cg_map rm;
+  cg_map_row(e->p, lab->type, &rm);
+  a->label = cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);
+  a->ignored = LLVMBuildICmp(
+      e->B, LLVMIntEQ, a->label,
+      i64c(e, raf_stmt_attr_int(s, "ignore_index")), "");
+  const char *red = raf_stmt_attr_str(s, "reduction");
+  cg_map dm;
+  if (dy->type->numel == 1)
+    memset(&dm, -1, sizeof dm);
+  else
+    cg_map_row(e->p, dy->type, &dm);
+  a->scale = cg_to_f64(e, eval(e, dy, dm));
+  if (strcmp(red, "mean") == 0)
+    a->scale = LLVMBuildFDiv(e->B, a->scale, a->count, "");
+}
+
+/* The labels of a cross_entropy_grad "mean" that count: they divide dy.
+ * Computed before the rows by every range (labels are a few ints). */
+static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
+  const raf_value *lab = s->operands[2].value;
+  int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
+  if (lab->def) { /* a constant */
+    int64_t n = 0;
+    for (int64_t i = 0; i < lab->type->numel; i++)
+      n += raf_const_get_i64(lab->type->dtype, lab->def->cdata,
+                             lab->def->cdata->splat ? 0 : i) != ignore;
+    return LLVMConstReal(e->f64, (double)n);
+  }
+  LLVMValueRef n = alloca_init(e, LLVMConstReal(e->f64, 0));
+  loop L;
+  LLVMValueRef i = loop_open(e, &L, i64c(e, 0), i64c(e, lab->type->numel),
+                             i64c(e, 1));
+  LLVMValueRef v = cg_convert(
+      e, cg_load(e, e->bufs[lab->index], i, lab->type->dtype),
+      lab->type->dtype, RAF_I64);
+  LLVMValueRef counts = LLVMBuildICmp(e->B, LLVMIntNE, v, i64c(e, ignore), "");
+  LLVMBuildStore(e->B,
+                 LLVMBuildFAdd(e->B, acc_load(e, n, e->f64),
+                               LLVMBuildSelect(e->B, counts,
+                                               LLVMConstReal(e->f64, 1),
+                                               LLVMConstReal(e->f64, 0), ""),
+                               ""),
+                 n);
+  loop_close(e, &L);
+  return acc_load(e, n, e->f64);
+}
+
 static void row_phase(cg_emitter *e, int k) {
   const raf_stmt *s = e->p->rowops[k];
   const raf_value *res = s->results[0];
   cg_aux *a = &e->aux[k];
   LLVMValueRef r = NULL;
   switch (s->op) {
+  case RAF_OP_SOFTMAX_GRAD:
+  case RAF_OP_LOG_SOFTMAX_GRAD:
+    a->total = row_sum_grad(e, s);
+    return;
+  case RAF_OP_CROSS_ENTROPY_GRAD:
+    row_ce_grad(e, s, a);
+    return;
   case RAF_OP_SOFTMAX:
   case RAF_OP_LOG_SOFTMAX: {
     const raf_value *x = s->operands[0].value;
@@ -555,6 +696,10 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
     LLVMBuildBr(e->B, next);
     LLVMPositionBuilderAtEnd(e->B, next);
   }
+  for (int k = 0; k < p->nrowops; k++)
+    if (p->rowops[k]->op == RAF_OP_CROSS_ENTROPY_GRAD &&
+        strcmp(raf_stmt_attr_str(p->rowops[k], "reduction"), "mean") == 0)
+      e->aux[k].count = count_labels(e, p->rowops[k]);
   loop rows;
   LLVMValueRef r = loop_open(e, &rows, from, to, step);
   e->row = r;

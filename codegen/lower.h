@@ -40,6 +40,8 @@ typedef struct cg_memo {
 /* What a row op computed for its row, read by its full results. */
 typedef struct cg_aux {
   LLVMValueRef top, total, lse, mean, rstd;
+  LLVMValueRef label, ignored, scale; /* cross_entropy_grad */
+  LLVMValueRef count;                 /* its counted labels, for "mean" */
 } cg_aux;
 
 typedef struct cg_emitter {
@@ -114,6 +116,10 @@ LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
                        LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
                         LLVMValueRef x, LLVMValueRef y);
+/* gelu'(x) in double (runtime/cpuref/grad.c's formula). */
+LLVMValueRef cg_gelu_derivative(cg_emitter *e, const raf_stmt *s,
+                                LLVMValueRef x);
+
 /* NaN-propagating max and min of floats (llvm.maximum), and of integers. */
 LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
                     LLVMValueRef y, bool min);

@@ -397,6 +397,40 @@ static LLVMValueRef float_unary(cg_emitter *e, const raf_stmt *s,
   }
 }
 
+#define INV_SQRT_2PI 0.3989422804014327
+
+LLVMValueRef cg_gelu_derivative(cg_emitter *e, const raf_stmt *s,
+                                LLVMValueRef x) {
+  LLVMBuilderRef B = e->B;
+  LLVMValueRef half = fconst(e, x, 0.5), one = fconst(e, x, 1);
+  if (strcmp(raf_stmt_attr_str(s, "approximate"), "tanh") == 0) {
+    /* u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh(u);
+     * 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
+    LLVMValueRef c = LLVMBuildFMul(B, fconst(e, x, 0.044715), x, "");
+    c = LLVMBuildFMul(B, LLVMBuildFMul(B, c, x, ""), x, "");
+    LLVMValueRef u = LLVMBuildFMul(B, fconst(e, x, SQRT_2_OVER_PI),
+                                   LLVMBuildFAdd(B, x, c, ""), "");
+    LLVMValueRef t = cg_math(e, "tanh", RAF_F64, u, NULL);
+    LLVMValueRef a = LLVMBuildFMul(B, half, LLVMBuildFAdd(B, one, t, ""), "");
+    LLVMValueRef b = LLVMBuildFMul(B, half, x, "");
+    b = LLVMBuildFMul(
+        B, b, LLVMBuildFSub(B, one, LLVMBuildFMul(B, t, t, ""), ""), "");
+    b = LLVMBuildFMul(B, b, fconst(e, x, SQRT_2_OVER_PI), "");
+    LLVMValueRef q = LLVMBuildFMul(B, fconst(e, x, 3 * 0.044715), x, "");
+    q = LLVMBuildFAdd(B, one, LLVMBuildFMul(B, q, x, ""), "");
+    return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, b, q, ""), "");
+  }
+  /* 0.5 (1 + erf(x / sqrt(2))) + x / sqrt(2 pi) exp(-0.5 x^2) */
+  LLVMValueRef er = cg_math(
+      e, "erf", RAF_F64, LLVMBuildFMul(B, x, fconst(e, x, SQRT_HALF), ""),
+      NULL);
+  LLVMValueRef a = LLVMBuildFMul(B, half, LLVMBuildFAdd(B, one, er, ""), "");
+  LLVMValueRef g = LLVMBuildFMul(B, fconst(e, x, -0.5), x, "");
+  g = cg_math(e, "exp", RAF_F64, LLVMBuildFMul(B, g, x, ""), NULL);
+  LLVMValueRef b = LLVMBuildFMul(B, x, fconst(e, x, INV_SQRT_2PI), "");
+  return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, b, g, ""), "");
+}
+
 LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
                       LLVMValueRef x) {
   if (raf_dtype_is_float(dt))

@@ -86,12 +86,33 @@ bool cg_is_rowop(const raf_stmt *s) {
   case RAF_OP_LOG_SOFTMAX:
   case RAF_OP_LAYER_NORM:
   case RAF_OP_CROSS_ENTROPY:
+  case RAF_OP_SOFTMAX_GRAD:
+  case RAF_OP_LOG_SOFTMAX_GRAD:
+  case RAF_OP_CROSS_ENTROPY_GRAD:
     return true;
   case RAF_OP_MSE_LOSS:
     return strcmp(raf_stmt_attr_str(s, "reduction"), "none") != 0;
   default:
     return false;
   }
+}
+
+bool cg_rowop_is_full(const raf_stmt *s) {
+  switch (s->op) {
+  case RAF_OP_SOFTMAX:
+  case RAF_OP_LOG_SOFTMAX:
+  case RAF_OP_LAYER_NORM:
+  case RAF_OP_SOFTMAX_GRAD:
+  case RAF_OP_LOG_SOFTMAX_GRAD:
+  case RAF_OP_CROSS_ENTROPY_GRAD:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int cg_rowop_input(const raf_stmt *s) {
+  return s->op == RAF_OP_CROSS_ENTROPY_GRAD ? 1 : 0;
 }
 
 static bool is_int(raf_dtype dt) {
@@ -148,9 +169,11 @@ static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
   case RAF_OP_LOG_SOFTMAX:
   case RAF_OP_LAYER_NORM:
   case RAF_OP_MSE_LOSS:
-    ok = fl;
-    break;
   case RAF_OP_CROSS_ENTROPY:
+  case RAF_OP_GELU_GRAD:
+  case RAF_OP_SOFTMAX_GRAD:
+  case RAF_OP_LOG_SOFTMAX_GRAD:
+  case RAF_OP_CROSS_ENTROPY_GRAD:
     ok = fl;
     break;
   default:
@@ -166,7 +189,7 @@ static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
 
 /* The row op's input shape and reduced dims. */
 static const raf_type *rowop_space(const raf_stmt *s, bool *inner) {
-  const raf_type *x = s->operands[0].value->type;
+  const raf_type *x = s->operands[cg_rowop_input(s)].value->type;
   for (int d = 0; d < x->rank; d++)
     inner[d] = false;
   switch (s->op) {
@@ -187,7 +210,9 @@ static const raf_type *rowop_space(const raf_stmt *s, bool *inner) {
     break;
   }
   case RAF_OP_SOFTMAX:
-  case RAF_OP_LOG_SOFTMAX: {
+  case RAF_OP_LOG_SOFTMAX:
+  case RAF_OP_SOFTMAX_GRAD:
+  case RAF_OP_LOG_SOFTMAX_GRAD: {
     int64_t a = raf_stmt_attr_int(s, "axis");
     inner[a < 0 ? a + x->rank : a] = true;
     break;
@@ -199,6 +224,7 @@ static const raf_type *rowop_space(const raf_stmt *s, bool *inner) {
     break;
   }
   case RAF_OP_CROSS_ENTROPY:
+  case RAF_OP_CROSS_ENTROPY_GRAD:
     inner[x->rank - 1] = true;
     break;
   default: /* mse_loss mean/sum */
@@ -352,8 +378,7 @@ static bool walk(walker *w, const raf_value *v, cg_map m, level at) {
     if (at == AT_FINAL)
       return fail(w, "the result of %s is read after the rows%s", op, "");
     cg_map want;
-    bool full = s->op == RAF_OP_SOFTMAX || s->op == RAF_OP_LOG_SOFTMAX ||
-                s->op == RAF_OP_LAYER_NORM;
+    bool full = cg_rowop_is_full(s);
     if (full)
       want = cg_map_identity(w->p, v->type);
     else if (!cg_map_row(w->p, v->type, &want))
@@ -372,40 +397,61 @@ static bool walk(walker *w, const raf_value *v, cg_map m, level at) {
 }
 
 /* The inputs a row op reads, at the points of its rows. */
-static bool walk_rowop(walker *w, const raf_stmt *s) {
-  const raf_value *x = s->operands[0].value;
-  cg_map id = cg_map_identity(w->p, x->type);
-  if (!walk(w, x, id, AT_POINT))
-    return false;
-  for (int i = 1; i < s->noperands; i++) {
-    const raf_value *u = s->operands[i].value;
-    if (s->op == RAF_OP_CROSS_ENTROPY) { /* the labels, one per row */
-      cg_map rm;
-      int64_t classes = x->type->dims[x->type->rank - 1];
-      int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
-      bool constant = u->def && u->def->op == RAF_OP_CONSTANT;
-      if ((u->def && !constant) || !cg_map_row(w->p, u->type, &rm))
-        return fail(w, "cross_entropy's labels %%%s are neither an argument "
-                    "of the fused function nor a constant%s", u->name, "");
-      if (constant) { /* checked here, once */
-        const raf_const *c = u->def->cdata;
-        for (int64_t k = 0; k < c->count; k++) {
-          int64_t label = raf_const_get_i64(u->type->dtype, c, k);
-          if (label != ignore && (label < 0 || label >= classes))
-            return fail(w, "constant labels %%%s out of range%s", u->name,
-                        "");
-        }
-      } else if (w->p->nchecks == CG_MAX_CHECKS) {
-        return fail(w, "more than 8 cross_entropy statements%s%s", "", "");
-      } else {
-        w->p->checks[w->p->nchecks++] =
-            (cg_label_check){u->index, classes, ignore, s};
-      }
-      if (!walk(w, u, rm, AT_ROW))
-        return false;
-      continue;
+/* The labels of cross_entropy or its gradient, one per row: an argument,
+ * checked by the runtime before the kernel runs, or a constant, checked
+ * here. */
+static bool walk_labels(walker *w, const raf_stmt *s, const raf_value *x,
+                        const raf_value *u) {
+  cg_map rm;
+  int64_t classes = x->type->dims[x->type->rank - 1];
+  int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
+  bool constant = u->def && u->def->op == RAF_OP_CONSTANT;
+  const char *op = raf_op_table[s->op].name;
+  if ((u->def && !constant) || !cg_map_row(w->p, u->type, &rm))
+    return fail(w, "%s's labels are neither an argument of the fused "
+                "function nor a constant%s", op, "");
+  if (constant) {
+    const raf_const *c = u->def->cdata;
+    for (int64_t k = 0; k < c->count; k++) {
+      int64_t label = raf_const_get_i64(u->type->dtype, c, k);
+      if (label != ignore && (label < 0 || label >= classes))
+        return fail(w, "%s's constant labels are out of range%s", op, "");
     }
-    if (!walk(w, u, cg_map_operand(u->type, x->type, id), AT_POINT))
+  } else if (w->p->nchecks == CG_MAX_CHECKS) {
+    return fail(w, "more than 8 cross_entropy statements%s%s", "", "");
+  } else {
+    w->p->checks[w->p->nchecks++] = (cg_label_check){
+        u->index, classes, ignore, s, s->op == RAF_OP_CROSS_ENTROPY_GRAD};
+  }
+  return walk(w, u, rm, AT_ROW);
+}
+
+/* The operands a row op reads: its input x at the points of its rows, the
+ * operands of x's shape (or one that broadcasts to it) alike, labels and
+ * cross_entropy_grad's dy per row (or once, for "mean" and "sum"). */
+static bool walk_rowop(walker *w, const raf_stmt *s) {
+  int xi = cg_rowop_input(s);
+  const raf_value *x = s->operands[xi].value;
+  cg_map id = cg_map_identity(w->p, x->type);
+  for (int i = 0; i < s->noperands; i++) {
+    const raf_value *u = s->operands[i].value;
+    bool labels = (s->op == RAF_OP_CROSS_ENTROPY && i == 1) ||
+                  (s->op == RAF_OP_CROSS_ENTROPY_GRAD && i == 2);
+    bool ok;
+    if (labels) {
+      ok = walk_labels(w, s, x, u);
+    } else if (s->op == RAF_OP_CROSS_ENTROPY_GRAD && i == 0) {
+      cg_map m;
+      if (u->type->numel == 1)
+        memset(&m, -1, sizeof m);
+      else if (!cg_map_row(w->p, u->type, &m))
+        return fail(w, "cross_entropy_grad's dy has a shape the rows do not "
+                    "have%s%s", "", "");
+      ok = walk(w, u, m, AT_ROW);
+    } else {
+      ok = walk(w, u, cg_map_operand(u->type, x->type, id), AT_POINT);
+    }
+    if (!ok)
       return false;
   }
   return true;

@@ -72,6 +72,7 @@ typedef struct cg_label_check {
   int arg; /* the function argument holding the labels */
   int64_t classes, ignore;
   const raf_stmt *stmt;
+  bool backward; /* cross_entropy_grad's (its own message) */
 } cg_label_check;
 
 #define CG_MAX_CHECKS 8
@@ -117,6 +118,11 @@ void cg_leaf_coef(const cg_plan *p, const raf_type *t, cg_map m,
 
 /* Row ops: statements computed by passes over each row. */
 bool cg_is_rowop(const raf_stmt *s);
+/* Row ops whose result has the input's shape (softmax, layer_norm, the
+ * gradients of softmax and cross_entropy), not one element per row. */
+bool cg_rowop_is_full(const raf_stmt *s);
+/* The operand whose shape is the row op's iteration space. */
+int cg_rowop_input(const raf_stmt *s);
 /* Totals: row ops whose result sums a value of every row (cross_entropy
  * with reduction "mean" or "sum"). Each row stores its loss and whether it
  * counts into two scratch arrays of doubles; the final step, once every

@@ -137,6 +137,10 @@ static raf_status check_labels(const raf_kernel *k,
     index_str(t->type, r, where, sizeof where);
     raf_kernel at = *k;
     at.stmt = c->stmt;
+    if (c->backward)
+      return raf_kernel_fail(&at, "label %lld (labels element %lld) is out "
+                             "of range for %lld classes", (long long)label,
+                             (long long)r, (long long)c->classes);
     return raf_kernel_fail(&at,
                            "label %lld%s%s is out of range for %lld classes "
                            "(and is not ignore_index = %lld)",
