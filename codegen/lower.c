@@ -91,7 +91,7 @@ static void loop_close(cg_emitter *e, loop *L) {
 /* The inner dims' loops: open sets their indices, close clears them and
  * drops what was remembered inside. */
 typedef struct nest {
-  loop loops[RAF_MAX_RANK];
+  loop loops[CG_MAX_FDIMS];
   int n, memo_mark;
 } nest;
 
@@ -117,7 +117,7 @@ static void nest_close(cg_emitter *e, nest *N) {
 /* The element offset of a leaf access of type t under map m. */
 static LLVMValueRef leaf_offset(cg_emitter *e, const raf_type *t, cg_map m) {
   const cg_plan *p = e->p;
-  int64_t coef[RAF_MAX_RANK];
+  int64_t coef[CG_MAX_FDIMS];
   cg_leaf_coef(p, t, m, coef);
   LLVMValueRef off = NULL;
   for (int c = 0; c < p->ncdims; c++) {
@@ -259,6 +259,14 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
     case RAF_OP_BROADCAST_TO:
       r = operand(e, s, 0, m);
       break;
+    case RAF_OP_RESHAPE: { /* the same elements (the analysis checked) */
+      const raf_value *u = s->operands[0].value;
+      cg_map um;
+      cg_split need;
+      cg_map_reshape(e->p, u->type, v->type, m, &um, &need);
+      r = eval(e, u, um);
+      break;
+    }
     case RAF_OP_CAST:
       r = cg_convert(e, operand(e, s, 0, m), odt, dt);
       break;
@@ -649,7 +657,7 @@ static void store_output(cg_emitter *e, int i) {
 static void store_part(cg_emitter *e, int i) {
   const cg_plan *p = e->p;
   const cg_output *o = &p->out[i];
-  int64_t coef[RAF_MAX_RANK];
+  int64_t coef[CG_MAX_FDIMS];
   cg_leaf_coef(p, o->value->type, o->map, coef);
   LLVMValueRef cond = NULL;
   for (int c = 0; c < p->ncdims; c++) {

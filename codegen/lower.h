@@ -54,7 +54,7 @@ typedef struct cg_emitter {
   LLVMBuilderRef A; /* before the entry block's terminator: allocas */
   LLVMValueRef fn;
   LLVMValueRef *bufs; /* arguments, results, then the totals' scratch */
-  LLVMValueRef idx[RAF_MAX_RANK]; /* collapsed dims' indices, or NULL */
+  LLVMValueRef idx[CG_MAX_FDIMS]; /* collapsed dims' indices, or NULL */
   LLVMValueRef row;               /* the row's index */
   cg_memo *memo;
   int nmemo, capmemo;

@@ -15,44 +15,117 @@
 
 /* ---- Maps ----------------------------------------------------------------- */
 
+static void map_none(cg_map *m) { memset(m, -1, sizeof *m); }
+
 cg_map cg_map_operand(const raf_type *ut, const raf_type *rt, cg_map m) {
   cg_map out;
-  memset(&out, -1, sizeof out);
+  map_none(&out);
   int shift = rt->rank - ut->rank;
   for (int j = 0; j < ut->rank; j++)
-    out.d[j] = ut->dims[j] == 1 || j + shift < 0 ? -1 : m.d[j + shift];
+    if (ut->dims[j] != 1 && j + shift >= 0) {
+      out.lo[j] = m.lo[j + shift];
+      out.hi[j] = m.hi[j + shift];
+    }
   return out;
+}
+
+/* Maps the non-1 dims of a shape (vd, n) onto the F dims fd[0..m), in
+ * order, by products: each gets a run of consecutive entries of fd that is
+ * contiguous in F (nothing but size-1 F dims inside it), and every entry is
+ * used. Returns 1 when it does, 0 when an F dim must be split first (*need
+ * says which, and its outer extent), -1 when it cannot. */
+static int partition(const cg_plan *p, const int64_t *vd, int n,
+                     const int *fd, int m, cg_map *out, cg_split *need) {
+  map_none(out);
+  int k = 0;
+  for (int j = 0; j < n; j++) {
+    if (vd[j] == 1)
+      continue;
+    int64_t prod = 1;
+    int start = k;
+    while (prod < vd[j]) {
+      if (k == m)
+        return -1;
+      int64_t e = p->dims[fd[k]];
+      if (prod * e <= vd[j]) {
+        prod *= e;
+        k++;
+        continue;
+      }
+      if (vd[j] % prod || e % (vd[j] / prod))
+        return -1;
+      need->dim = fd[k];
+      need->outer = vd[j] / prod;
+      return 0;
+    }
+    if (prod != vd[j])
+      return -1;
+    for (int q = start; q + 1 < k; q++)
+      for (int d = fd[q] + 1; d < fd[q + 1]; d++)
+        if (p->dims[d] != 1)
+          return -1;
+    out->lo[j] = (int8_t)fd[start];
+    out->hi[j] = (int8_t)fd[k - 1];
+  }
+  return k == m ? 1 : -1;
+}
+
+int cg_map_full(const cg_plan *p, const raf_type *t, cg_map *out,
+                cg_split *need) {
+  int fd[CG_MAX_FDIMS], m = 0;
+  for (int d = 0; d < p->rank; d++)
+    if (p->dims[d] != 1)
+      fd[m++] = d;
+  return partition(p, t->dims, t->rank, fd, m, out, need);
 }
 
 cg_map cg_map_identity(const cg_plan *p, const raf_type *t) {
   cg_map out;
-  memset(&out, -1, sizeof out);
+  cg_split need;
+  int64_t numel = 1;
+  for (int d = 0; d < p->rank; d++)
+    numel *= p->dims[d];
+  if (t->numel == numel && cg_map_full(p, t, &out, &need) == 1)
+    return out;
+  map_none(&out); /* right-aligned, dim for dim: a shape F broadcasts from */
   int shift = p->rank - t->rank;
   for (int j = 0; j < t->rank; j++)
-    out.d[j] = t->dims[j] == 1 || j + shift < 0 ? -1 : (int8_t)(j + shift);
+    if (t->dims[j] != 1 && j + shift >= 0)
+      out.lo[j] = out.hi[j] = (int8_t)(j + shift);
   return out;
 }
 
+int cg_map_row_split(const cg_plan *p, const raf_type *t, cg_map *out,
+                     cg_split *need) {
+  int fd[CG_MAX_FDIMS], m = 0;
+  for (int d = 0; d < p->rank; d++)
+    if (p->dims[d] != 1 && !p->inner[d])
+      fd[m++] = d;
+  return partition(p, t->dims, t->rank, fd, m, out, need);
+}
+
 bool cg_map_row(const cg_plan *p, const raf_type *t, cg_map *out) {
-  memset(out, -1, sizeof *out);
-  int o = 0;
-  for (int j = 0; j < t->rank; j++) {
-    if (t->dims[j] == 1)
-      continue;
-    while (o < p->rank && (p->inner[o] || p->dims[o] == 1))
-      o++;
-    if (o == p->rank || p->dims[o] != t->dims[j])
-      return false;
-    out->d[j] = (int8_t)o++;
-  }
-  while (o < p->rank && (p->inner[o] || p->dims[o] == 1))
-    o++;
-  return o == p->rank;
+  cg_split need;
+  return cg_map_row_split(p, t, out, &need) == 1;
+}
+
+int cg_map_reshape(const cg_plan *p, const raf_type *ut, const raf_type *rt,
+                   cg_map m, cg_map *out, cg_split *need) {
+  /* The F dims the result's elements run over, in its C order. */
+  int fd[CG_MAX_FDIMS], n = 0;
+  for (int j = 0; j < rt->rank; j++)
+    for (int d = m.lo[j]; m.lo[j] >= 0 && d <= m.hi[j]; d++)
+      if (p->dims[d] != 1) {
+        if (n && fd[n - 1] >= d)
+          return -1; /* not in F's order: a relayout, not a view */
+        fd[n++] = d;
+      }
+  return partition(p, ut->dims, ut->rank, fd, n, out, need);
 }
 
 bool cg_map_equal(const cg_map *a, const cg_map *b, int rank) {
   for (int j = 0; j < rank; j++)
-    if (a->d[j] != b->d[j])
+    if (a->lo[j] != b->lo[j] || a->hi[j] != b->hi[j])
       return false;
   return true;
 }
@@ -63,8 +136,11 @@ void cg_leaf_coef(const cg_plan *p, const raf_type *t, cg_map m,
     coef[d] = 0;
   int64_t stride = 1;
   for (int j = t->rank - 1; j >= 0; j--) {
-    if (m.d[j] >= 0)
-      coef[m.d[j]] += stride;
+    int64_t inner = 1;
+    for (int d = m.hi[j]; m.lo[j] >= 0 && d >= m.lo[j]; d--) {
+      coef[d] += stride * inner;
+      inner *= p->dims[d];
+    }
     stride *= t->dims[j];
   }
 }
@@ -133,6 +209,7 @@ static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
   case RAF_OP_CAST:
   case RAF_OP_STOP_GRADIENT:
   case RAF_OP_BROADCAST_TO:
+  case RAF_OP_RESHAPE:
     ok = true;
     break;
   case RAF_OP_NEG:
@@ -300,11 +377,13 @@ typedef struct walker {
   cg_plan *p;
   visit *seen;
   int nseen, capseen;
-  int64_t (*leaves)[RAF_MAX_RANK];
+  int64_t (*leaves)[CG_MAX_FDIMS];
   int nleaves, capleaves;
   char *why;
   size_t size;
   bool ok;
+  bool split; /* failed because F must be refined first: need says how */
+  cg_split need;
 } walker;
 
 static bool fail(walker *w, const char *fmt, const char *a, const char *b) {
@@ -331,9 +410,23 @@ static void add_leaf(walker *w, const raf_type *t, cg_map m) {
 /* Whether a leaf under m reads inner indices. */
 static bool reads_inner(const cg_plan *p, const raf_type *t, cg_map m) {
   for (int j = 0; j < t->rank; j++)
-    if (m.d[j] >= 0 && p->inner[m.d[j]])
-      return true;
+    for (int d = m.lo[j]; m.lo[j] >= 0 && d <= m.hi[j]; d++)
+      if (p->inner[d] && p->dims[d] != 1)
+        return true;
   return false;
+}
+
+/* A map function's answer: 1 goes on; 0 asks for F to be split (the plan
+ * starts again), -1 fails with the message. */
+static bool mapped(walker *w, int r, const cg_split *need, const char *fmt,
+                   const char *a) {
+  if (r == 1)
+    return true;
+  if (r == 0 && w->ok) {
+    w->split = true;
+    w->need = *need;
+  }
+  return fail(w, fmt, a, "");
 }
 
 static bool walk(walker *w, const raf_value *v, cg_map m, level at);
@@ -378,15 +471,27 @@ static bool walk(walker *w, const raf_value *v, cg_map m, level at) {
     if (at == AT_FINAL)
       return fail(w, "the result of %s is read after the rows%s", op, "");
     cg_map want;
+    cg_split need;
     bool full = cg_rowop_is_full(s);
-    if (full)
-      want = cg_map_identity(w->p, v->type);
-    else if (!cg_map_row(w->p, v->type, &want))
-      return fail(w, "the result of %s has a shape the rows do not have%s",
-                  op, "");
+    if (!mapped(w, full ? cg_map_full(w->p, v->type, &want, &need)
+                        : cg_map_row_split(w->p, v->type, &want, &need),
+                &need, "the result of %s has a shape the rows do not have",
+                op))
+      return false;
     if (!cg_map_equal(&want, &m, v->type->rank) || (full && at != AT_POINT))
       return fail(w, "the result of %s is read across rows%s", op, "");
     return true; /* its inputs are walked with the row ops */
+  }
+  if (s->op == RAF_OP_RESHAPE) { /* the same elements, viewed anew */
+    const raf_value *u = s->operands[0].value;
+    cg_map um;
+    cg_split need;
+    if (!mapped(w, cg_map_reshape(w->p, u->type, v->type, m, &um, &need),
+                &need,
+                "a reshape to %%%s does not line up with the iteration space",
+                v->name))
+      return false;
+    return walk(w, u, um, at);
   }
   for (int i = 0; i < s->noperands; i++) {
     const raf_value *u = s->operands[i].value;
@@ -407,9 +512,13 @@ static bool walk_labels(walker *w, const raf_stmt *s, const raf_value *x,
   int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
   bool constant = u->def && u->def->op == RAF_OP_CONSTANT;
   const char *op = raf_op_table[s->op].name;
-  if ((u->def && !constant) || !cg_map_row(w->p, u->type, &rm))
+  cg_split need;
+  if (u->def && !constant)
     return fail(w, "%s's labels are neither an argument of the fused "
                 "function nor a constant%s", op, "");
+  if (!mapped(w, cg_map_row_split(w->p, u->type, &rm, &need), &need,
+              "%s's labels do not have the rows' shape", op))
+    return false;
   if (constant) {
     const raf_const *c = u->def->cdata;
     for (int64_t k = 0; k < c->count; k++) {
@@ -432,7 +541,12 @@ static bool walk_labels(walker *w, const raf_stmt *s, const raf_value *x,
 static bool walk_rowop(walker *w, const raf_stmt *s) {
   int xi = cg_rowop_input(s);
   const raf_value *x = s->operands[xi].value;
-  cg_map id = cg_map_identity(w->p, x->type);
+  cg_map id;
+  cg_split need;
+  if (!mapped(w, cg_map_full(w->p, x->type, &id, &need), &need,
+              "the input of %s does not have the rows' shape",
+              raf_op_table[s->op].name))
+    return false;
   for (int i = 0; i < s->noperands; i++) {
     const raf_value *u = s->operands[i].value;
     bool labels = (s->op == RAF_OP_CROSS_ENTROPY && i == 1) ||
@@ -443,10 +557,11 @@ static bool walk_rowop(walker *w, const raf_stmt *s) {
     } else if (s->op == RAF_OP_CROSS_ENTROPY_GRAD && i == 0) {
       cg_map m;
       if (u->type->numel == 1)
-        memset(&m, -1, sizeof m);
-      else if (!cg_map_row(w->p, u->type, &m))
-        return fail(w, "cross_entropy_grad's dy has a shape the rows do not "
-                    "have%s%s", "", "");
+        map_none(&m);
+      else if (!mapped(w, cg_map_row_split(w->p, u->type, &m, &need), &need,
+                       "cross_entropy_grad's dy has a shape the rows do not "
+                       "have%s", ""))
+        return false;
       ok = walk(w, u, m, AT_ROW);
     } else {
       ok = walk(w, u, cg_map_operand(u->type, x->type, id), AT_POINT);
@@ -493,30 +608,36 @@ static bool classify(walker *w, int i, const raf_value *v) {
   const raf_type *t = v->type;
   cg_output *o = &p->out[i];
   o->value = v;
-  memset(&o->map, -1, sizeof o->map);
-  int shift = p->rank - t->rank;
-  bool full = true; /* F's shape, give or take leading 1s */
-  for (int j = 0; full && j < t->rank; j++)
-    full = j + shift < 0 ? t->dims[j] == 1 : t->dims[j] == p->dims[j + shift];
-  for (int d = 0; full && d < shift; d++)
-    full = p->dims[d] == 1;
+  map_none(&o->map);
   char a[64], b[64];
   raf_type_str(t, a, sizeof a);
   snprintf(b, sizeof b, "%%%s", v->name);
+  int64_t numel = 1;
+  for (int d = 0; d < p->rank; d++)
+    numel *= p->dims[d];
+  cg_split need;
+  int full = t->numel == numel ? cg_map_full(p, t, &o->map, &need) : -1;
+  if (full == 0)
+    return mapped(w, 0, &need, "%s", b);
+  int row = 0;
+  if (p->has_rowops && full != 1 &&
+      (row = cg_map_row_split(p, t, &o->map, &need)) == 0)
+    return mapped(w, 0, &need, "%s", b);
   level at = AT_ROW;
   if (under(p->f, v, cg_is_total)) {
     if (t->numel != 1)
       return fail(w, "result %s (%s) is more than one element computed "
                   "after the rows", b, a);
     o->cls = CG_OUT_FINAL;
+    map_none(&o->map);
     at = AT_FINAL;
-  } else if (full) {
+  } else if (full == 1) {
     o->cls = CG_OUT_FULL;
-    o->map = cg_map_identity(p, t);
     at = AT_POINT;
   } else if (t->numel == 1 && !under(p->f, v, cg_is_rowop)) {
     o->cls = CG_OUT_UNIFORM;
-  } else if (p->has_rowops && cg_map_row(p, t, &o->map)) {
+    map_none(&o->map);
+  } else if (row == 1) {
     o->cls = CG_OUT_ROW;
   } else if (broadcasts_to_space(p, t)) {
     o->cls = CG_OUT_PART;
@@ -533,7 +654,7 @@ static bool classify(walker *w, int i, const raf_value *v) {
 }
 
 /* Collapses F's dims over the leaf accesses. */
-static void collapse(cg_plan *p, int64_t (*leaves)[RAF_MAX_RANK], int n) {
+static void collapse(cg_plan *p, int64_t (*leaves)[CG_MAX_FDIMS], int n) {
   p->ncdims = p->ncouter = 0;
   for (int group = 0; group < 2; group++) {
     int last = -1;
@@ -566,19 +687,30 @@ static void collapse(cg_plan *p, int64_t (*leaves)[RAF_MAX_RANK], int n) {
       p->rows = 0;
 }
 
-bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size) {
+/* Splits F dim d into outer x (extent / outer). */
+static bool split_dim(cg_plan *p, cg_split sp) {
+  if (p->rank == CG_MAX_FDIMS || sp.outer <= 1 ||
+      sp.outer >= p->dims[sp.dim] || p->dims[sp.dim] % sp.outer)
+    return false;
+  for (int d = p->rank; d > sp.dim + 1; d--) {
+    p->dims[d] = p->dims[d - 1];
+    p->inner[d] = p->inner[d - 1];
+  }
+  p->dims[sp.dim + 1] = p->dims[sp.dim] / sp.outer;
+  p->inner[sp.dim + 1] = p->inner[sp.dim];
+  p->dims[sp.dim] = sp.outer;
+  p->rank++;
+  return true;
+}
+
+/* One analysis with F refined by splits[0..nsplits). */
+static bool attempt(const raf_func *f, cg_plan *p, const cg_split *splits,
+                    int nsplits, cg_split *need, bool *again, char *why,
+                    size_t size) {
+  const raf_stmt *ret = raf_func_return(f);
   memset(p, 0, sizeof *p);
   p->f = f;
-  const raf_stmt *ret = raf_func_return(f);
-  const raf_attr *fused = raf_attrs_find(&f->attrs, "fused");
-  if (!fused || fused->kind != RAF_ATTR_BOOL || !fused->val.u.b) {
-    snprintf(why, size, "@%s is not a fused function", f->name);
-    return false;
-  }
-  if (!ret) {
-    snprintf(why, size, "@%s has no return", f->name);
-    return false;
-  }
+  *again = false;
   for (const raf_stmt *s = f->first; s; s = s->next) {
     if (s->op == RAF_OP_RETURN)
       continue;
@@ -589,6 +721,11 @@ bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size) {
   }
   if (!find_space(f, p, why, size))
     return false;
+  for (int i = 0; i < nsplits; i++)
+    if (!split_dim(p, splits[i])) {
+      snprintf(why, size, "reshapes that do not line up");
+      return false;
+    }
   p->out = calloc((size_t)ret->noperands + 1, sizeof *p->out);
   p->rowops = calloc((size_t)p->nrowops + 1, sizeof *p->rowops);
   walker w = {.p = p, .why = why, .size = size, .ok = p->out && p->rowops};
@@ -608,9 +745,37 @@ bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size) {
     collapse(p, w.leaves, w.nleaves);
   free(w.seen);
   free(w.leaves);
-  if (!w.ok)
+  if (!w.ok) {
     cg_plan_free(p);
+    *again = w.split;
+    *need = w.need;
+  }
   return w.ok;
+}
+
+bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size) {
+  memset(p, 0, sizeof *p);
+  const raf_attr *fused = raf_attrs_find(&f->attrs, "fused");
+  if (!fused || fused->kind != RAF_ATTR_BOOL || !fused->val.u.b) {
+    snprintf(why, size, "@%s is not a fused function", f->name);
+    return false;
+  }
+  if (!raf_func_return(f)) {
+    snprintf(why, size, "@%s has no return", f->name);
+    return false;
+  }
+  /* A reshape that splits a dim of F refines F and starts again. */
+  cg_split splits[CG_MAX_FDIMS];
+  for (int n = 0; n < CG_MAX_FDIMS; n++) {
+    bool again;
+    if (attempt(f, p, splits, n, &splits[n], &again, why, size))
+      return true;
+    if (!again)
+      return false;
+  }
+  snprintf(why, size, "reshapes that split F into more than %d dims",
+           CG_MAX_FDIMS);
+  return false;
 }
 
 void cg_plan_free(cg_plan *p) {

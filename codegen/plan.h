@@ -21,6 +21,11 @@
  * row, it may only be read at its own row (its map sends its dims onto the
  * outer dims of F, in order).
  *
+ * A reshape views the same elements in C order: its operand's dims map onto
+ * runs of the F dims its result's dims run over. When a dim of the operand
+ * would end inside an F dim, F is refined (that dim split in two) and the
+ * analysis starts again, so F is the finest factorisation every view needs.
+ *
  * The dims of F then collapse where every leaf access allows it (size-1
  * dims vanish; adjacent dims of one group merge when each access's
  * coefficients are contiguous across them), so that most elementwise
@@ -39,10 +44,22 @@
 
 #include "ir/ir.h"
 
-/* A map of a value's dims (rank entries) onto F's dims, -1 for none. */
+/* The most dims of F: a value's rank, more when reshapes split dims. */
+#define CG_MAX_FDIMS 12
+
+/* A map of a value's dims (rank entries) onto F's dims: value dim j runs
+ * over F dims lo[j]..hi[j] (one F dim, or several merged, as a reshape
+ * views them); lo[j] = -1 for a dim of size 1 (index 0). */
 typedef struct cg_map {
-  int8_t d[RAF_MAX_RANK];
+  int8_t lo[RAF_MAX_RANK], hi[RAF_MAX_RANK];
 } cg_map;
+
+/* An F dim to split into outer x (extent / outer), so that a reshape's
+ * dims line up with F's. */
+typedef struct cg_split {
+  int dim;
+  int64_t outer;
+} cg_split;
 
 typedef enum cg_out_class {
   CG_OUT_FULL,    /* F's shape: stored at every point */
@@ -81,10 +98,10 @@ typedef struct cg_plan {
   const raf_func *f;
   bool has_rowops;
   int rank; /* F */
-  int64_t dims[RAF_MAX_RANK];
-  bool inner[RAF_MAX_RANK]; /* F dim d is walked inside a row */
+  int64_t dims[CG_MAX_FDIMS];
+  bool inner[CG_MAX_FDIMS]; /* F dim d is walked inside a row */
   int ncdims, ncouter;      /* collapsed dims; the first ncouter are outer */
-  cg_cdim cdims[RAF_MAX_RANK];
+  cg_cdim cdims[CG_MAX_FDIMS];
   int64_t rows; /* product of the outer extents: the parallel range */
   int64_t cols; /* product of the inner extents */
   int nstmts;   /* statements evaluated, for the cost of a row */
@@ -105,11 +122,25 @@ void cg_plan_free(cg_plan *p);
 /* The map of operand U of a statement whose result (type rt) is read under
  * map m: NumPy broadcasting, right-aligned; size-1 dims of U map to -1. */
 cg_map cg_map_operand(const raf_type *ut, const raf_type *rt, cg_map m);
-/* The identity map of a value of F's shape (rank F.rank), size-1 dims -1. */
+/* The map of a value with F's elements in C order (F's shape, or another
+ * factorisation of it): its dims onto runs of F's dims. 1 when it maps, 0
+ * when an F dim must be split first (*need), -1 when it cannot. */
+int cg_map_full(const cg_plan *p, const raf_type *t, cg_map *out,
+                cg_split *need);
+/* cg_map_full's map when t has F's elements, else t right-aligned to F
+ * dim for dim (a shape F broadcasts from); for maps the analysis checked. */
 cg_map cg_map_identity(const cg_plan *p, const raf_type *t);
-/* The map of a row op's result: its non-1 dims onto F's non-1 outer dims,
- * in order; false when its shape is not the rows' shape. */
+/* The map of a row op's result: its non-1 dims onto runs of F's non-1
+ * outer dims, in order; false (or 0, -1 as cg_map_full) when its shape is
+ * not the rows'. */
 bool cg_map_row(const cg_plan *p, const raf_type *t, cg_map *out);
+int cg_map_row_split(const cg_plan *p, const raf_type *t, cg_map *out,
+                     cg_split *need);
+/* The map of reshape's operand (type ut) when its result (type rt) is read
+ * under m: the same elements in C order, over the same F dims. 1, 0 or -1
+ * as cg_map_full. */
+int cg_map_reshape(const cg_plan *p, const raf_type *ut, const raf_type *rt,
+                   cg_map m, cg_map *out, cg_split *need);
 bool cg_map_equal(const cg_map *a, const cg_map *b, int rank);
 /* The coefficients of a leaf access of a tensor of type t under map m:
  * coef[d] for F dim d (elements). */

@@ -7,7 +7,8 @@
  *     (RAF_JIT_MATH=exact) the results are bit-identical to cpu-ref's;
  *   - row programs: producers, a reduction or row op (sum, mean, max, min,
  *     softmax, log_softmax, layer_norm) over trailing or leading axes, and
- *     consumers; equal to cpu-ref within the reassociation of double sums;
+ *     consumers, some through reshapes that merge or split dims; equal to
+ *     cpu-ref within the reassociation of double sums;
  *   - with the vectorised math (the default), results within a relative
  *     1e-3 of cpu-ref's (the chains amplify libmvec's few ulp), and
  *     bit-identical at 1 and 3 threads.
@@ -228,7 +229,7 @@ static char *row_program(raf_dtype dt) {
   text t = {0};
   static const char *const pre[] = {"add", "mul", "sub", "maximum"};
   static const char *const post[] = {"add", "mul", "sub", "div"};
-  int kind = (int)rand_int(0, 7);
+  int kind = (int)rand_int(0, 9);
   const char *reds[] = {"sum", "mean", "max", "min"};
   const char *red = reds[rand_int(0, 3)];
   const char *p1 = pre[rand_int(0, 3)], *p2 = post[rand_int(0, 3)];
@@ -263,6 +264,44 @@ static char *row_program(raf_dtype dt) {
     put(&t, "  %%s = layer_norm(%%u, %%g, %%b)\n  %%y = %s(%%s)\n"
             "  return %%y, %%s\n}\n", un);
     break;
+  case 8:
+  case 9: { /* reshapes: [A,B,C] + [B,C] viewed as [A*B,C] into a row op,
+             * or [A*B,C] viewed as [A,B,C] into a sum over A */
+    int64_t A = rand_int(1, 5), Bd = rand_int(1, 6), Cd = rand_int(1, 40);
+    int64_t d3[3] = {A, Bd, Cd}, d2[2] = {A * Bd, Cd}, bc[2] = {Bd, Cd};
+    char T3[64], T2[64], TB[64], TC[64], TS[64];
+    type_text(T3, sizeof T3, dt, 3, d3);
+    type_text(T2, sizeof T2, dt, 2, d2);
+    type_text(TB, sizeof TB, dt, 2, bc);
+    type_text(TC, sizeof TC, dt, 1, &Cd);
+    type_text(TS, sizeof TS, dt, 2, bc);
+    t.n = 0;
+    if (kind == 8)
+      put(&t,
+          "func @main(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {\n"
+          "  %%r0, %%r1 = call @fused_0(%%x, %%b, %%g)\n"
+          "  return %%r0, %%r1\n}\n\n"
+          "func @fused_0(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {fused} {\n"
+          "  %%h = %s(%%x, %%b)\n"
+          "  %%v = reshape(%%h) {shape = [%lld, %lld]}\n"
+          "  %%s = layer_norm(%%v, %%g, %%g)\n  %%y = %s(%%s)\n"
+          "  return %%v, %%y\n}\n",
+          T3, TB, TC, T2, T2, T3, TB, TC, T2, T2, p1, (long long)(A * Bd),
+          (long long)Cd, un);
+    else
+      put(&t,
+          "func @main(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {\n"
+          "  %%r0, %%r1 = call @fused_0(%%x, %%b, %%g)\n"
+          "  return %%r0, %%r1\n}\n\n"
+          "func @fused_0(%%x: %s, %%b: %s, %%g: %s) -> (%s, %s) {fused} {\n"
+          "  %%h = %s(%%x, %%b)\n"
+          "  %%v = reshape(%%h) {shape = [%lld, %lld, %lld]}\n"
+          "  %%s = %s(%%v) {axes = [0]}\n"
+          "  return %%v, %%s\n}\n",
+          T2, T2, TC, T3, TS, T2, T2, TC, T3, TS, p1, (long long)A,
+          (long long)Bd, (long long)Cd, red);
+    break;
+  }
   default: { /* leading reduction: over dim 0, a "row" per column */
     int64_t ld[3];
     for (int d = 1; d < rank; d++)
@@ -404,7 +443,7 @@ int main(void) {
   }
   static const raf_dtype fdts[] = {RAF_F32, RAF_F64, RAF_F16, RAF_BF16};
   static const double rtol[] = {1e-5, 1e-12, 2e-3, 1.6e-2};
-  for (int i = 0; i < 64; i++) {
+  for (int i = 0; i < 80; i++) {
     char *text = row_program(fdts[i % 4]);
     taken += compiles(text);
     total++;
