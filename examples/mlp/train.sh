@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # train.sh: trains examples/mlp/mlp.raf on Fashion-MNIST on the CPU and
 # prints its test accuracy. The compiler builds the training step from the
-# forward model (autodiff, then AdamW); raf-run feeds the batches, saves
-# the trained params, and evaluates them with eval.raf.
+# forward model (autodiff, then AdamW), inlines it into one function and
+# fuses it (the fused functions run as LLVM-compiled kernels, the matmuls
+# through BLAS); raf-run feeds the batches, saves the trained params, and
+# evaluates them with eval.raf. PIPELINE overrides the passes.
 #   bash examples/mlp/train.sh [BUILD_DIR] [EPOCHS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,9 +16,10 @@ mkdir -p "$work"
 if [ ! -f "$work/data/test_y.npy" ]; then
   /usr/bin/python3 examples/mlp/prepare_data.py "$work/data"
 fi
-echo "== raf-opt --autodiff --optimizer=\"kind=adamw lr=1e-3\" examples/mlp/mlp.raf"
-"$build/raf-opt" --autodiff --optimizer="kind=adamw lr=1e-3" \
-  examples/mlp/mlp.raf -o "$work/step.raf"
+default='autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse'
+pipeline=${PIPELINE:-$default}
+echo "== raf-opt -p '$pipeline' examples/mlp/mlp.raf"
+"$build/raf-opt" -p "$pipeline" examples/mlp/mlp.raf -o "$work/step.raf"
 steps=$((epochs * 600)) # 60,000 images in batches of 100
 echo "== training: $epochs epochs, $steps steps of 100 images"
 "$build/raf-run" "$work/step.raf" --function=mlp_train_step --steps="$steps" \
