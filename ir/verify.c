@@ -9,11 +9,14 @@
  *    kind, given once, required ones present;
  *  - types: every statement's result types are those its op infers, so
  *    shapes, operand counts, calls against callees and ranges are checked by
- *    the shape functions of ir/infer.c.
+ *    the shape functions of ir/infer.c;
+ *  - memory plans ({arena}, offsets, inplace, donated), when all the rest
+ *    holds: ir/memplan.c.
  * Passes are run with the verifier after each one (--verify-each), so it
  * must be fast: linear in the size of the module.
  */
 #include "ir/ir.h"
+#include "ir/memplan.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -294,13 +297,16 @@ static raf_status verify(raf_ctx *ctx, raf_module *m, bool partial) {
   verifier v = {ctx, m, true, false, partial};
   for (raf_func *f = m->first; f; f = f->next)
     check_func(&v, f);
-  if (!v.has_calls)
-    return v.ok ? RAF_OK : RAF_ERROR;
-  raf_strmap marks;
-  raf_strmap_init(&marks);
-  for (raf_func *f = m->first; f; f = f->next)
-    calls_cycle(&v, f, &marks);
-  raf_strmap_free(&marks);
+  if (v.has_calls) {
+    raf_strmap marks;
+    raf_strmap_init(&marks);
+    for (raf_func *f = m->first; f; f = f->next)
+      calls_cycle(&v, f, &marks);
+    raf_strmap_free(&marks);
+  }
+  /* Memory plans (ir/memplan.c), once the rest holds. */
+  if (v.ok && !partial && raf_mem_verify_module(ctx, m) != RAF_OK)
+    v.ok = false;
   return v.ok ? RAF_OK : RAF_ERROR;
 }
 

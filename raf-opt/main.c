@@ -59,7 +59,8 @@ static void usage(FILE *f) {
           "  --cuda-arch=sm_NN               the GPU of --emit=ptx (sm_80)\n"
           "  --mcpu=CPU                      the CPU of --emit=llvm (the host)\n"
           "  --codegen-opt=0|3               O3 on the kernels, or none (3)\n"
-          "  --stats                         print module statistics\n"
+          "  --stats                         print the statement count and each\n"
+          "                                  function's tensor memory\n"
           "  --help, --version\n");
 }
 
@@ -187,6 +188,34 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
   return -1;
 }
 
+/* --stats: the statement count, then each function's tensor memory
+ * (docs/Memory.md). */
+static void print_stats(raf_module *m) {
+  fprintf(stderr, "raf-opt: %zu statements\n", raf_module_stmt_count(m));
+  size_t n = raf_module_memory_stats(m, NULL, 0);
+  raf_memory_stats *st = calloc(n + 1, sizeof *st);
+  if (!st)
+    return;
+  raf_module_memory_stats(m, st, n);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(stderr, "raf-opt: memory @%s: ", st[i].func);
+    if (st[i].planned)
+      fprintf(stderr,
+              "planned peak %lld bytes (arguments %lld, arena %lld, own "
+              "results %lld, calls' arenas %lld); ",
+              (long long)st[i].peak, (long long)st[i].args,
+              (long long)st[i].arena, (long long)st[i].results,
+              (long long)st[i].calls);
+    else
+      fprintf(stderr, "not planned; ");
+    fprintf(stderr,
+            "unplanned %lld bytes (a buffer per value), %lld at most live "
+            "(freed after last use)\n",
+            (long long)st[i].unplanned, (long long)st[i].live);
+  }
+  free(st);
+}
+
 /* Parses, verifies, transforms and prints one chunk into out. Returns true
  * on success (or, with --verify-diagnostics, when the diagnostics matched). */
 static bool process(raf_ctx *ctx, options *o, raf_pipeline *pl,
@@ -211,7 +240,7 @@ static bool process(raf_ctx *ctx, options *o, raf_pipeline *pl,
       raf_print_module(m, out, o->print_loc ? RAF_PRINT_LOC : 0);
     }
     if (o->stats)
-      fprintf(stderr, "raf-opt: %zu statements\n", raf_module_stmt_count(m));
+      print_stats(m);
   }
   raf_module_destroy(m);
   if (o->verify_diags)

@@ -40,10 +40,24 @@ static raf_type *widen(raf_module *m, raf_type *t) {
   return raf_type_with_dtype(m, t, RAF_F64);
 }
 
+/* Attributes without the memory plan's `name`. */
+static void drop_attr(raf_attrs *a, const char *name) {
+  int n = 0;
+  for (int i = 0; i < a->n; i++)
+    if (strcmp(a->v[i].name, name) != 0)
+      a->v[n++] = a->v[i];
+  a->n = n;
+}
+
 /* Every float type of m becomes f64, and dialect annotations go (dispatch
- * chooses again for the new types). False when out of memory. */
+ * chooses again for the new types), and so does the memory plan (the
+ * sizes change; raf_exec runs the copy unplanned). False when out of
+ * memory. */
 static bool widen_module(raf_module *m) {
   for (raf_func *f = m->first; f; f = f->next) {
+    drop_attr(&f->attrs, "arena");
+    for (int i = 0; i < f->nresults; i++)
+      drop_attr(&f->results[i].attrs, "donated");
     for (int i = 0; i < f->nargs; i++)
       if (!(f->args[i].value->type = widen(m, f->args[i].value->type)))
         return false;
@@ -74,7 +88,8 @@ static bool widen_module(raf_module *m) {
         return false;
       for (int i = 0; i < s->attrs.n; i++) {
         raf_attr a = s->attrs.v[i];
-        if (strcmp(a.name, "dialect") == 0)
+        if (strcmp(a.name, "dialect") == 0 || strcmp(a.name, "offsets") == 0 ||
+            strcmp(a.name, "inplace") == 0)
           continue;
         if (s->op == RAF_OP_CAST && a.kind == RAF_ATTR_DTYPE &&
             raf_dtype_is_float(a.val.u.dt))

@@ -20,15 +20,22 @@
  * hook for the data its kernel gets (raf_kernel.bound). Nothing here knows
  * what a dialect does with them.
  *
- * Memory. Every tensor comes from raf_exec_alloc, which keeps the live and
- * peak byte counts that --print-memory reports. Freed buffers are kept for
- * reuse by the next request of the same rounded size (a training step asks
- * for the same sizes every step): fresh pages from the system would cost a
- * page fault per 4 KiB on every step. The spare buffers count in neither
+ * Memory. Every buffer comes from take_buffer (raf_exec_alloc's tensors,
+ * planned functions' arenas), which keeps the live and peak byte counts
+ * that --print-memory reports. Freed buffers are kept for reuse by the
+ * next request of the same rounded size (a training step asks for the
+ * same sizes every step): fresh pages from the system would cost a page
+ * fault per 4 KiB on every step. The spare buffers count in neither
  * figure; they go back to the system when the executor is destroyed.
+ *
+ * Planned functions (a memory plan in their attributes, plan-memory's;
+ * the section at the end of this file) run in one arena per call instead:
+ * no allocation per statement, nothing freed after one, results in place
+ * over their operands, updates computed in their arguments' buffers.
  */
 #include "runtime/exec.h"
 
+#include "ir/memplan.h"
 #include "runtime/dialects.h"
 #include "runtime/pool.h"
 
@@ -53,6 +60,7 @@ typedef struct plan {
   int nsteps; /* the statements before return */
   step *steps;
   int *returned; /* func->nresults slots */
+  struct mplan *mem; /* the memory plan, when the function has one */
   struct plan *next;
 } plan;
 
@@ -115,21 +123,60 @@ void raf_kernel_parallel(const raf_kernel *k, int64_t n, int64_t grain,
 
 /* ---- Tensors -------------------------------------------------------------- */
 
-raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
-  raf_tensor *x = malloc(sizeof *x);
-  size_t nbytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+/* The arena of a planned call whose results live in it: given back when
+ * the last of them is freed. */
+typedef struct shared_arena {
+  void *data;
+  size_t bytes;
+  int refs;
+} shared_arena;
+
+/* A tensor this file hands out. A view's data belongs to something else:
+ * an argument (a planned function's donated result), or a shared arena
+ * (its other results), so freeing it frees the record and drops its
+ * reference to the arena. */
+typedef struct handed {
+  raf_tensor t; /* first: a raf_tensor * is a handed * */
+  bool view;
+  shared_arena *owner;
+} handed;
+
+/* nbytes of counted memory (a spare buffer of its rounded size, or a new
+ * one), 64-byte aligned; NULL when out of memory. */
+static void *take_buffer(raf_exec *ex, size_t nbytes) {
   /* 64-byte alignment suits every vector unit; never a zero-size request. */
   size_t rounded = nbytes ? (nbytes + 63) & ~(size_t)63 : 64;
   void *data = NULL;
-  for (spare **at = &ex->spares[rounded / 64 % SPARE_BUCKETS]; x && *at;
+  for (spare **at = &ex->spares[rounded / 64 % SPARE_BUCKETS]; *at;
        at = &(*at)->next)
     if ((*at)->size == rounded) {
       data = *at;
       *at = (*at)->next;
       break;
     }
-  if (x && !data)
+  if (!data)
     data = aligned_alloc(64, rounded);
+  if (data) {
+    ex->live += nbytes;
+    if (ex->live > ex->peak)
+      ex->peak = ex->live;
+  }
+  return data;
+}
+
+static void give_buffer(raf_exec *ex, void *data, size_t nbytes) {
+  ex->live -= nbytes;
+  /* The buffer itself holds its spare record (it is at least 64 bytes). */
+  spare *sp = data;
+  sp->size = nbytes ? (nbytes + 63) & ~(size_t)63 : 64;
+  sp->next = ex->spares[sp->size / 64 % SPARE_BUCKETS];
+  ex->spares[sp->size / 64 % SPARE_BUCKETS] = sp;
+}
+
+raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
+  handed *x = malloc(sizeof *x);
+  size_t nbytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+  void *data = x ? take_buffer(ex, nbytes) : NULL;
   if (!data) {
     free(x);
     char buf[128];
@@ -139,25 +186,23 @@ raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
                     nbytes);
     return NULL;
   }
-  x->type = t;
-  x->data = data;
-  x->nbytes = nbytes;
-  ex->live += nbytes;
-  if (ex->live > ex->peak)
-    ex->peak = ex->live;
-  return x;
+  x->t = (raf_tensor){t, data, nbytes};
+  x->view = false;
+  x->owner = NULL;
+  return &x->t;
 }
 
 void raf_exec_free(raf_exec *ex, raf_tensor *t) {
   if (!t)
     return;
-  ex->live -= t->nbytes;
-  /* The buffer itself holds its spare record (it is at least 64 bytes). */
-  spare *sp = t->data;
-  sp->size = t->nbytes ? (t->nbytes + 63) & ~(size_t)63 : 64;
-  sp->next = ex->spares[sp->size / 64 % SPARE_BUCKETS];
-  ex->spares[sp->size / 64 % SPARE_BUCKETS] = sp;
-  free(t);
+  handed *x = (handed *)t;
+  if (!x->view) {
+    give_buffer(ex, t->data, t->nbytes);
+  } else if (x->owner && --x->owner->refs == 0) {
+    give_buffer(ex, x->owner->data, x->owner->bytes);
+    free(x->owner);
+  }
+  free(x);
 }
 
 size_t raf_exec_live_bytes(const raf_exec *ex) { return ex->live; }
@@ -173,7 +218,10 @@ static plan *find_plan(raf_exec *ex, const raf_func *f) {
   return NULL;
 }
 
+static void free_mplan(struct mplan *m);
+
 static void free_plan(plan *p) {
+  free_mplan(p->mem);
   for (int i = 0; i < p->nsteps; i++) {
     free(p->steps[i].in);
     free(p->steps[i].out);
@@ -352,6 +400,8 @@ static plan *make_plan(raf_exec *ex, raf_func *f) {
   return p;
 }
 
+static raf_status attach_memory_plan(raf_exec *ex, plan *p);
+
 raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
                           const raf_exec_options *opts) {
   raf_exec *ex = calloc(1, sizeof *ex);
@@ -386,6 +436,8 @@ raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
     for (int i = 0; i < p->nsteps; i++)
       if (p->steps[i].stmt->op == RAF_OP_CALL)
         p->steps[i].callee = find_plan(ex, p->steps[i].stmt->callee);
+  for (plan *p = ex->plans; ok && p; p = p->next)
+    ok = attach_memory_plan(ex, p) == RAF_OK;
   if (!ok) {
     raf_exec_destroy(ex);
     return NULL;
@@ -500,8 +552,13 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
   return RAF_OK;
 }
 
+static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
+                              raf_tensor **results, bool given);
+
 static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
                            raf_tensor **results) {
+  if (p->mem)
+    return run_planned(ex, p, args, results, false);
   raf_func *f = p->func;
   raf_tensor *stack[256];
   raf_tensor **slot =
@@ -572,7 +629,267 @@ void raf_exec_donate(raf_func *f, raf_tensor *const *args,
     if (!a || a->kind != RAF_ATTR_VALUE || !a->val.u.value)
       continue;
     int k = a->val.u.value->index;
-    if (k >= 0 && k < f->nargs && args[k]->nbytes == results[r]->nbytes)
+    /* A planned function's donated result is in the buffer already. */
+    if (k >= 0 && k < f->nargs && args[k]->nbytes == results[r]->nbytes &&
+        args[k]->data != results[r]->data)
       memcpy(args[k]->data, results[r]->data, results[r]->nbytes);
   }
+}
+
+/* ---- Planned functions ------------------------------------------------------
+ *
+ * A function with a memory plan (ir/memplan.h, written by the plan-memory
+ * pass, checked here again as the verifier does) runs in one arena per
+ * call, taken whole from the counted memory at the start and given back at
+ * the end: its statements' results are views into the arena (records made
+ * once, at raf_exec_create), into an argument's buffer (donation), or into
+ * the buffer of the function's result. When a call statement of a planned
+ * function runs its callee, the callee writes its results straight into
+ * the caller's places for them ("given" results); called from elsewhere
+ * (raf_exec_call, an unplanned caller), a planned function allocates each
+ * result when its statement runs, and hands a donated result back as a
+ * view of its argument. Nothing is freed after a statement; no statement
+ * allocates. No function is active twice at once (calls do not recurse),
+ * so a plan's views and scratch arrays serve every call of it.
+ *
+ * In place: a kernel may get an operand and a result that share a buffer
+ * (cpu-ref's elementwise kernels read an element before they write it); a
+ * copy in place (reshape, stop_gradient) runs nothing; a call with a
+ * result in place over an operand runs its callee statement by statement
+ * even when a dialect compiled it (a compiled kernel takes its buffers as
+ * noalias). */
+
+typedef struct mplan {
+  raf_mem_plan mp;    /* the places, by slot (a slot is a value id) */
+  raf_tensor *view;   /* per slot: the record a call hands out */
+  raf_tensor **slot;  /* per slot: the tensor during a call */
+  raf_tensor **io;    /* a step's operands and results */
+  bool *interp;       /* per step: a call run statement by statement */
+  bool *skip;         /* per step: a copy in place, nothing to run */
+  bool *moves;        /* per step: it has staged results to move */
+} mplan;
+
+static void free_mplan(mplan *m) {
+  if (!m)
+    return;
+  raf_mem_free(&m->mp);
+  free(m->view);
+  free(m->slot);
+  free(m->io);
+  free(m->interp);
+  free(m->skip);
+  free(m->moves);
+  free(m);
+}
+
+static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
+  mplan *m = calloc(1, sizeof *m);
+  if (!m)
+    return RAF_ERROR;
+  if (raf_mem_read(ex->ctx, p->func, &m->mp) != RAF_OK ||
+      !m->mp.planned) {
+    bool planned = m->mp.planned;
+    free_mplan(m);
+    return planned ? RAF_ERROR : RAF_OK;
+  }
+  raf_mem_plan *mp = &m->mp;
+  int nio = 1;
+  for (int k = 0; k < p->nsteps; k++) {
+    const raf_stmt *s = p->steps[k].stmt;
+    if (s->noperands + s->nresults > nio)
+      nio = s->noperands + s->nresults;
+  }
+  size_t n = (size_t)mp->nvalues + 1, ns = (size_t)p->nsteps + 1;
+  m->view = calloc(n, sizeof *m->view);
+  m->slot = calloc(n, sizeof *m->slot);
+  m->io = calloc((size_t)nio, sizeof *m->io);
+  m->interp = calloc(ns, sizeof *m->interp);
+  m->skip = calloc(ns, sizeof *m->skip);
+  m->moves = calloc(ns, sizeof *m->moves);
+  if (!m->view || !m->slot || !m->io || !m->interp || !m->skip ||
+      !m->moves ||
+      mp->nvalues != p->nslots || mp->nstmts != p->nsteps) {
+    free_mplan(m);
+    raf_diag_report(ex->ctx, p->func->loc, RAF_SEV_ERROR,
+                    "out of memory planning @%s", p->func->name);
+    return RAF_ERROR;
+  }
+  for (int id = 0; id < mp->nvalues; id++)
+    m->view[id] = (raf_tensor){mp->v[id].value->type, NULL,
+                               (size_t)mp->v[id].bytes};
+  for (int k = 0; k < p->nsteps; k++) {
+    const step *st = &p->steps[k];
+    for (int r = 0; r < st->stmt->nresults; r++) {
+      m->moves[k] |= mp->v[st->out[r]].staged;
+      if (mp->v[st->out[r]].inplace >= 0) {
+        m->interp[k] = st->stmt->op == RAF_OP_CALL && st->kernel;
+        m->skip[k] = st->stmt->op == RAF_OP_RESHAPE ||
+                     st->stmt->op == RAF_OP_STOP_GRADIENT;
+      }
+    }
+  }
+  p->mem = m;
+  return RAF_OK;
+}
+
+/* A call from a planned function: the callee writes into out's buffers. */
+static raf_status call_into(raf_exec *ex, step *st, raf_tensor **in,
+                            raf_tensor **out) {
+  plan *g = st->callee;
+  if (g->mem)
+    return run_planned(ex, g, in, out, true);
+  int n = st->stmt->nresults;
+  raf_tensor **made = calloc((size_t)n + 1, sizeof *made);
+  if (!made)
+    return RAF_ERROR;
+  raf_status rc = run_plan(ex, g, in, made);
+  for (int r = 0; r < n; r++) {
+    if (rc == RAF_OK)
+      memcpy(out[r]->data, made[r]->data, out[r]->nbytes);
+    raf_exec_free(ex, made[r]);
+  }
+  free(made);
+  return rc;
+}
+
+/* A new tensor record for data that another tensor owns. */
+static raf_tensor *view_of(raf_exec *ex, raf_type *t, void *data) {
+  handed *x = malloc(sizeof *x);
+  if (!x) {
+    raf_diag_report(ex->ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
+    return NULL;
+  }
+  x->t = (raf_tensor){t, data,
+                      (size_t)t->numel * (size_t)raf_dtype_size(t->dtype)};
+  x->view = true;
+  x->owner = NULL;
+  return &x->t;
+}
+
+/* The results of a call that allocates its own: views of the arena for
+ * values kept there (sharing it through *sh, made here), views of the
+ * arguments donated results are in, the tensors of values that had
+ * buffers of their own, and copies (an argument returned, a value
+ * returned twice). */
+static raf_status hand_results(raf_exec *ex, plan *p, raf_tensor *const *args,
+                               raf_tensor **results, char *arena,
+                               shared_arena **sh) {
+  mplan *m = p->mem;
+  raf_func *f = p->func;
+  for (int q = 0; q < f->nresults; q++) {
+    int id = p->returned[q];
+    const raf_mem_value *v = &m->mp.v[id];
+    raf_tensor *t = m->slot[id];
+    if (v->kind == RAF_MEM_RESULT && v->index == q) {
+      results[q] = t;
+    } else if (v->kind == RAF_MEM_DONATED) {
+      results[q] = view_of(ex, t->type, args[v->index]->data);
+    } else if (v->kind == RAF_MEM_ARENA && id >= f->nargs &&
+               v->returned == q) {
+      if (!*sh && (*sh = malloc(sizeof **sh)))
+        **sh = (shared_arena){arena, (size_t)m->mp.arena, 0};
+      if (*sh && (results[q] = view_of(ex, t->type, t->data))) {
+        ((handed *)results[q])->owner = *sh;
+        (*sh)->refs++;
+      }
+    } else if ((results[q] = raf_exec_alloc(ex, t->type))) {
+      memcpy(results[q]->data, t->data, t->nbytes);
+    }
+    if (!results[q])
+      return RAF_ERROR;
+  }
+  return RAF_OK;
+}
+
+static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
+                              raf_tensor **results, bool given) {
+  mplan *m = p->mem;
+  raf_mem_plan *mp = &m->mp;
+  raf_func *f = p->func;
+  char *arena = take_buffer(ex, (size_t)mp->arena);
+  if (!arena) {
+    raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
+                    "out of memory allocating the arena of @%s (%lld bytes)",
+                    f->name, (long long)mp->arena);
+    return RAF_ERROR;
+  }
+  for (int q = 0; !given && q < f->nresults; q++)
+    results[q] = NULL;
+  for (int id = 0; id < mp->nvalues; id++) {
+    const raf_mem_value *v = &mp->v[id];
+    raf_tensor *t = &m->view[id];
+    m->slot[id] = t;
+    if (id < f->nargs)
+      m->slot[id] = args[id];
+    else if (v->kind == RAF_MEM_ARENA || v->staged)
+      t->data = arena + v->offset;
+    else if (v->kind == RAF_MEM_DONATED)
+      t->data = args[v->index]->data;
+    else if (given)
+      t->data = results[v->index]->data;
+    else
+      m->slot[id] = NULL; /* allocated when its statement runs */
+  }
+  raf_status rc = RAF_OK;
+  for (int k = 0; k < p->nsteps && rc == RAF_OK; k++) {
+    step *st = &p->steps[k];
+    raf_stmt *s = st->stmt;
+    raf_tensor **in = m->io, **out = m->io + s->noperands;
+    for (int i = 0; i < s->noperands; i++)
+      in[i] = m->slot[st->in[i]];
+    for (int r = 0; r < s->nresults && rc == RAF_OK; r++) {
+      int id = st->out[r];
+      if (!m->slot[id] && !(m->slot[id] = raf_exec_alloc(ex, m->view[id].type)))
+        rc = RAF_ERROR;
+      out[r] = m->slot[id];
+    }
+    if (rc != RAF_OK || m->skip[k])
+      continue;
+    if (s->op == RAF_OP_CALL && (!st->kernel || m->interp[k])) {
+      rc = call_into(ex, st, in, out);
+    } else {
+      raf_kernel kn = {ex, s, s->noperands, s->nresults, in, out, st->bound};
+      rc = st->kernel(&kn);
+    }
+    if (rc == RAF_OK && ex->opts.check_numerics)
+      rc = check_numerics(ex, s, out);
+    for (int r = 0; rc == RAF_OK && m->moves[k] && r < s->nresults; r++) {
+      const raf_mem_value *v = &mp->v[st->out[r]];
+      if (!v->staged)
+        continue;
+      /* Into the argument's buffer, now that the statement has read it. */
+      memcpy(args[v->index]->data, out[r]->data, out[r]->nbytes);
+      out[r]->data = args[v->index]->data;
+    }
+  }
+  if (rc == RAF_OK && given) {
+    /* An argument returned, or a value returned twice, is copied. */
+    for (int q = 0; q < f->nresults; q++) {
+      raf_tensor *t = m->slot[p->returned[q]];
+      if (t->data != results[q]->data)
+        memcpy(results[q]->data, t->data, t->nbytes);
+    }
+  }
+  shared_arena *sh = NULL;
+  if (rc == RAF_OK && !given)
+    rc = hand_results(ex, p, args, results, arena, &sh);
+  /* Results kept in the arena hold it; the last one freed gives it back. */
+  bool held = sh && sh->refs > 0;
+  if (sh && !held)
+    free(sh);
+  if (rc != RAF_OK && !given) {
+    /* What was allocated: results made so far, copies, views. */
+    for (int q = 0; q < f->nresults; q++) {
+      const raf_mem_value *v = &mp->v[p->returned[q]];
+      if (results[q] && !(v->kind == RAF_MEM_RESULT && v->index == q))
+        raf_exec_free(ex, results[q]);
+      results[q] = NULL;
+    }
+    for (int id = f->nargs; id < mp->nvalues; id++)
+      if (mp->v[id].kind == RAF_MEM_RESULT)
+        raf_exec_free(ex, m->slot[id]);
+  }
+  if (!held)
+    give_buffer(ex, arena, (size_t)mp->arena);
+  return rc;
 }

@@ -9,8 +9,14 @@
  * dispatch pass gave them a dialect that compiles the callee (the llvm
  * dialect's JIT-compiled kernels): those run that dialect's kernel.
  *
+ * A function with a memory plan (the plan-memory pass; docs/Memory.md)
+ * runs in one arena per call, taken whole at the call's start: its
+ * statements' results are places in the arena (or in their operands'
+ * buffers, or their arguments' for donated updates), and nothing is
+ * allocated or freed per statement.
+ *
  * Tensor memory is counted: raf_exec_peak_bytes is the most that was live
- * at once, arguments and results included.
+ * at once, arguments, results and arenas included.
  */
 #ifndef RAF_EXEC_H
 #define RAF_EXEC_H
@@ -37,7 +43,11 @@ void raf_exec_free(raf_exec *ex, raf_tensor *t);
 
 /* Calls f with args (f->nargs tensors of f's argument types, borrowed) and
  * stores f->nresults new tensors in results (owned by the caller, freed
- * with raf_exec_free). On error results are left NULL. */
+ * with raf_exec_free). On error results are left NULL.
+ * When f is planned, results kept in its arena share it (it is given back
+ * when the last of them is freed), and a result its plan donates ({updates
+ * = %a, donated}) is written into args[a] during the call and handed back
+ * as a view of it, so raf_exec_donate has nothing left to copy. */
 raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
                          raf_tensor **results);
 /* Copies every result that carries {updates = %arg} into that argument's

@@ -100,6 +100,29 @@ void raf_module_destroy(raf_module *m);
 raf_ctx *raf_module_ctx(const raf_module *m);
 size_t raf_module_stmt_count(const raf_module *m);
 
+/* Tensor memory of a function, in bytes (docs/Memory.md). */
+typedef struct raf_memory_stats {
+  const char *func; /* its name, without '@'; owned by the module */
+  bool planned;     /* it carries a memory plan ({arena}, plan-memory) */
+  int64_t args;     /* its arguments */
+  int64_t results;  /* planned: its results with buffers of their own
+                     * (not in its arena, not donated to an argument) */
+  int64_t arena;    /* planned: the arena of a call */
+  int64_t calls;    /* planned: the most that one of the calls it runs
+                     * statement by statement adds (its arena, nested) */
+  int64_t peak;     /* planned: the most a call of it holds at once: args
+                     * + arena + the most that its own results made so far
+                     * and a call's arenas add together */
+  int64_t unplanned; /* the sum over all its values (and its calls'), each
+                      * in a buffer of its own */
+  int64_t live;     /* the most live at once when each value has a buffer
+                     * freed after its last use (the unplanned executor) */
+} raf_memory_stats;
+/* Fills out[i] for the first cap functions of m, in order; returns the
+ * number of functions. m must be verified. */
+size_t raf_module_memory_stats(raf_module *m, raf_memory_stats *out,
+                               size_t cap);
+
 /* ---- Passes -------------------------------------------------------------- */
 
 typedef struct raf_pass_info {

@@ -9,6 +9,11 @@
  * PyTorch: relu, maximum and minimum propagate NaN; gelu "none" is
  * x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation; integer
  * arithmetic wraps.
+ *
+ * In place (plan-memory): an operand of the result's type may share the
+ * result's buffer. Result element i is computed from element i of such an
+ * operand only, which is read (into the chunk's arrays, or directly) no
+ * later than element i is written, so sharing gives the same results.
  */
 #include "runtime/cpuref/cpuref.h"
 
@@ -301,9 +306,10 @@ static void apply_where(const chunk_job *j, void *const *ops, void *res,
                         int64_t n) {
   const int64_t *c = ops[0];
   size_t w = (size_t)raf_dtype_size(j->work);
+  /* memmove: the result may be written over a or b (in place). */
   for (int64_t i = 0; i < n; i++)
-    memcpy((char *)res + (size_t)i * w,
-           (const char *)ops[c[i] ? 1 : 2] + (size_t)i * w, w);
+    memmove((char *)res + (size_t)i * w,
+            (const char *)ops[c[i] ? 1 : 2] + (size_t)i * w, w);
 }
 
 raf_status raf_cpuref_where(const raf_kernel *k) {

@@ -1,0 +1,386 @@
+/* test_plan_memory.c: the properties of plan-memory on random programs.
+ *
+ * Random straight-line programs (elementwise and broadcast ops, compares
+ * and where, reductions, softmax, matmul, reshapes, split, scalar
+ * constants) with params that results update (an optimizer-like step:
+ * some params read again after their update is made, some not) run
+ * through the executor unplanned and after a random pipeline ending in
+ * plan-memory (with or without in place and donation, after fuse or not).
+ * Two steps are run, with the donation of raf-run between them. Then:
+ *  - every result and every argument after the steps is bit-identical;
+ *  - the planned module verifies (the plan checker agrees with the pass);
+ *  - the executor's measured peak equals raf-opt --stats' planned peak;
+ *  - the plans do run in place and donate (counted, so that the test fails
+ *    if they stop).
+ * Fixed seed: failures reproduce, and the failing program is printed. */
+#include "ir/ir.h"
+#include "runtime/exec.h"
+
+#include <string.h>
+
+static int failures;
+#include "test/unit/check.h"
+#include "test/unit/program.h"
+
+#define MAXV 96
+
+typedef struct val {
+  int rank;
+  int64_t d[2];
+  bool boolean;
+} val;
+
+typedef struct gen {
+  char *buf;
+  size_t len, cap;
+  val v[MAXV];
+  int n;
+  int64_t R, C;
+  int nparams;
+} gen;
+
+static void emit(gen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void emit(gen *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
+  va_end(ap);
+  if (k > 0 && g->len + (size_t)k < g->cap)
+    g->len += (size_t)k;
+}
+
+static int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
+  g->v[g->n] = (val){rank, {d0, d1}, false};
+  return g->n++;
+}
+
+/* A float value, the later ones likelier (so chains form and values die). */
+static int pick(gen *g) {
+  for (int t = 0; t < 50; t++) {
+    int lo = g->n > 8 && rand_int(0, 2) ? g->n - 8 : 0;
+    int k = (int)rand_int(lo, g->n - 1);
+    if (!g->v[k].boolean)
+      return k;
+  }
+  return 0;
+}
+
+static bool bcast(const val *a, const val *b, val *out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  out->rank = r;
+  out->boolean = false;
+  for (int i = 0; i < r; i++) {
+    int ia = a->rank - r + i, ib = b->rank - r + i;
+    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
+    if (x != y && x != 1 && y != 1)
+      return false;
+    out->d[i] = x > y ? x : y;
+  }
+  return true;
+}
+
+static bool is_rc(const gen *g, int k) {
+  return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
+         !g->v[k].boolean;
+}
+
+static void statement(gen *g) {
+  static const char *unary[] = {"neg", "abs", "tanh", "exp", "relu", "cos"};
+  static const char *binary[] = {"add", "sub", "mul", "maximum"};
+  int a = pick(g);
+  const val *va = &g->v[a];
+  int r;
+  switch ((int)rand_int(0, 12)) {
+  case 0: case 1: case 2:
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    emit(g, "  %%v%d = %s(%%v%d)\n", r, unary[rand_int(0, 5)], a);
+    return;
+  case 3: case 4: case 5: {
+    int b = pick(g);
+    val out;
+    for (int t = 0; t < 20 && !bcast(va, &g->v[b], &out); t++)
+      b = pick(g);
+    if (!bcast(va, &g->v[b], &out))
+      b = a, out = *va;
+    r = new_val(g, out.rank, out.d[0], out.d[1]);
+    emit(g, "  %%v%d = %s(%%v%d, %%v%d)\n", r, binary[rand_int(0, 3)], a, b);
+    return;
+  }
+  case 6: {
+    int c = new_val(g, 0, 0, 0);
+    emit(g, "  %%v%d = constant %g : f32[]\n", c, (double)rand_int(1, 9) / 4);
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, c, a);
+    return;
+  }
+  case 7: {
+    int b = pick(g);
+    val out;
+    if (!bcast(va, &g->v[b], &out))
+      b = a, out = *va;
+    int p = new_val(g, out.rank, out.d[0], out.d[1]);
+    g->v[p].boolean = true;
+    emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
+    r = new_val(g, out.rank, out.d[0], out.d[1]);
+    emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
+    return;
+  }
+  case 8:
+    if (va->rank == 2) {
+      r = new_val(g, 1, va->d[1], 0);
+      emit(g, "  %%v%d = sum(%%v%d) {axes = [0]}\n", r, a);
+    } else {
+      r = new_val(g, 0, 0, 0);
+      emit(g, "  %%v%d = mean(%%v%d)\n", r, a);
+    }
+    return;
+  case 9:
+    if (va->rank == 0)
+      return;
+    r = new_val(g, va->rank, va->d[0], va->d[1]);
+    emit(g, "  %%v%d = softmax(%%v%d)\n", r, a);
+    return;
+  case 10:
+    if (!is_rc(g, a))
+      return;
+    r = new_val(g, 2, g->R, g->C);
+    emit(g, "  %%v%d = matmul(%%v%d, %%w)\n", r, a);
+    return;
+  case 11:
+    if (!is_rc(g, a))
+      return;
+    r = new_val(g, 1, g->R * g->C, 0);
+    emit(g, "  %%v%d = reshape(%%v%d) {shape = [%lld]}\n", r, a,
+         (long long)(g->R * g->C));
+    r = new_val(g, 2, g->R, g->C);
+    emit(g, "  %%v%d = reshape(%%v%d) {shape = [%lld, %lld]}\n", r, r - 1,
+         (long long)g->R, (long long)g->C);
+    return;
+  default:
+    if (!is_rc(g, a) || g->C < 2)
+      return;
+    r = new_val(g, 2, g->R, 1);
+    new_val(g, 2, g->R, g->C - 1);
+    emit(g, "  %%v%d, %%v%d = split(%%v%d) {axis = 1, sizes = [1, %lld]}\n",
+         r, r + 1, a, (long long)(g->C - 1));
+    return;
+  }
+}
+
+static void type_of(const val *x, char *buf, size_t size) {
+  type_text(buf, size, x->boolean ? RAF_BOOL : RAF_F32, x->rank, x->d);
+}
+
+/* A random step: arguments %v0..%v3 (data), %w, then params %v4.. that
+ * results update; results: the update of each param (an elementwise
+ * function of it and some value), then a few values. */
+static void program_text(gen *g) {
+  g->len = 0;
+  g->n = 0;
+  g->R = rand_int(1, 5);
+  g->C = rand_int(1, 7);
+  new_val(g, 2, g->R, g->C);
+  new_val(g, 1, g->C, 0);
+  new_val(g, 2, g->R, 1);
+  new_val(g, 0, 0, 0);
+  g->nparams = (int)rand_int(0, 3);
+  for (int i = 0; i < g->nparams; i++)
+    new_val(g, i % 2 ? 1 : 2, i % 2 ? g->C : g->R, g->C);
+  int nstmt = (int)rand_int(6, 36), upd[3];
+  for (int i = 0; i < nstmt && g->n < MAXV - 8; i++) {
+    statement(g);
+    /* Updates come anywhere, and the param may be read after them. */
+    for (int k = 0; k < g->nparams; k++)
+      if (i == nstmt * (k + 1) / (g->nparams + 1)) {
+        int p = 4 + k, b = pick(g);
+        val out;
+        bool same = bcast(&g->v[p], &g->v[b], &out) &&
+                    out.rank == g->v[p].rank;
+        for (int d = 0; same && d < out.rank; d++)
+          same = out.d[d] == g->v[p].d[d];
+        if (!same)
+          b = p;
+        upd[k] = new_val(g, g->v[p].rank, g->v[p].d[0], g->v[p].d[1]);
+        emit(g, "  %%v%d = sub(%%v%d, %%v%d)\n", upd[k], p, b);
+      }
+  }
+  int res[4], nres = 0;
+  res[nres++] = g->n - 1;
+  for (int t = 0; t < 2 && g->n > 8; t++)
+    res[nres++] = (int)rand_int(4, g->n - 1);
+  size_t cap = g->len + 4096, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(
+      text + n, cap - n,
+      "func @f(%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
+      "%%v3: f32[], %%w: f32[%lld,%lld]",
+      (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
+      (long long)g->C, (long long)g->C);
+  for (int k = 0; k < g->nparams; k++) {
+    char t[64];
+    type_of(&g->v[4 + k], t, sizeof t);
+    n += (size_t)snprintf(text + n, cap - n, ", %%v%d: %s {param}", 4 + k, t);
+  }
+  n += (size_t)snprintf(text + n, cap - n, ") -> (");
+  for (int k = 0; k < g->nparams; k++) {
+    char t[64];
+    type_of(&g->v[upd[k]], t, sizeof t);
+    n += (size_t)snprintf(text + n, cap - n, "%s {updates = %%v%d}, ", t,
+                          4 + k);
+  }
+  for (int j = 0; j < nres; j++) {
+    char t[64];
+    type_of(&g->v[res[j]], t, sizeof t);
+    n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
+  }
+  n += (size_t)snprintf(text + n, cap - n, ") {\n");
+  memcpy(text + n, g->buf, g->len);
+  n += g->len;
+  n += (size_t)snprintf(text + n, cap - n, "  return ");
+  for (int k = 0; k < g->nparams; k++)
+    n += (size_t)snprintf(text + n, cap - n, "%%v%d, ", upd[k]);
+  for (int j = 0; j < nres; j++)
+    n += (size_t)snprintf(text + n, cap - n, "%s%%v%d", j ? ", " : "", res[j]);
+  snprintf(text + n, cap - n, "\n}\n");
+  g->len = strlen(text);
+  memcpy(g->buf, text, g->len + 1);
+  free(text);
+}
+
+/* Parses text, runs `passes` (may be NULL) and dispatch to cpu-ref, and
+ * makes an executor. */
+static bool open_with(program *p, const char *text, const char *passes) {
+  memset(p, 0, sizeof *p);
+  p->ctx = raf_ctx_create();
+  p->m = raf_parse_module(p->ctx, "plan.raf", text, strlen(text), 1);
+  bool ok = p->m && raf_verify_module(p->ctx, p->m) == RAF_OK;
+  if (ok) {
+    raf_pipeline *pl = raf_pipeline_create(p->ctx);
+    raf_pipeline_options po;
+    raf_pipeline_options_init(&po);
+    ok = raf_pipeline_add(pl, "dispatch", "dialects=cpu-ref") == RAF_OK &&
+         (!passes || raf_pipeline_parse(pl, passes) == RAF_OK) &&
+         raf_pipeline_run(pl, p->m, &po) == RAF_OK &&
+         raf_verify_module(p->ctx, p->m) == RAF_OK;
+    raf_pipeline_destroy(pl);
+  }
+  if (ok) {
+    raf_exec_options eo = {.threads = 1};
+    p->ex = raf_exec_create(p->ctx, p->m, &eo);
+    ok = p->ex != NULL;
+  }
+  if (!ok) {
+    raf_diag_render(p->ctx, stderr);
+    fprintf(stderr, "in (%s):\n%s", passes ? passes : "", text);
+  }
+  return ok;
+}
+
+/* Two steps of f, with raf-run's donation between them and its freeing
+ * of the results before the next call; the last step's results. */
+static raf_tensor **two_steps(program *p, raf_func *f, raf_tensor **args) {
+  raf_tensor **res = calloc((size_t)f->nresults + 1, sizeof *res);
+  for (int step = 0; step < 2; step++) {
+    for (int r = 0; step && r < f->nresults; r++) {
+      raf_exec_free(p->ex, res[r]);
+      res[r] = NULL;
+    }
+    if (raf_exec_call(p->ex, f, args, res) != RAF_OK) {
+      raf_diag_render(p->ctx, stderr);
+      free(res);
+      return NULL;
+    }
+    raf_exec_donate(f, args, res);
+  }
+  return res;
+}
+
+static int count_attr(const raf_module *m, const char *name) {
+  int n = 0;
+  for (raf_func *f = m->first; f; f = f->next) {
+    for (raf_stmt *s = f->first; s; s = s->next) {
+      const raf_attr *a = raf_attrs_find(&s->attrs, name);
+      for (int i = 0; a && i < a->val.u.ints.n; i++)
+        n += a->val.u.ints.v[i] >= 0;
+    }
+    for (int q = 0; q < f->nresults; q++)
+      n += raf_attrs_find(&f->results[q].attrs, name) != NULL;
+  }
+  return n;
+}
+
+int main(void) {
+  gen g = {malloc(1 << 16), 0, 1 << 16, {{0}}, 0, 0, 0, 0};
+  static const char *pipelines[] = {
+      "plan-memory", "plan-memory", "plan-memory{inplace=false}",
+      "plan-memory{donate=false}", "fuse,plan-memory",
+      "fuse{max-group-size=3},plan-memory"};
+  int programs = 1200, inplace = 0, donated = 0, compared = 0;
+  for (int it = 0; it < programs && failures == 0; it++) {
+    program_text(&g);
+    const char *passes = pipelines[rand_int(0, 5)];
+    program a, b;
+    bool ok = open_with(&a, g.buf, NULL);
+    ok = open_with(&b, g.buf, passes) && ok;
+    CHECK(ok);
+    if (!ok)
+      break;
+    inplace += count_attr(b.m, "inplace");
+    donated += count_attr(b.m, "donated");
+    raf_func *fa = raf_module_find_func(a.m, "f");
+    raf_func *fb = raf_module_find_func(b.m, "f");
+    raf_memory_stats st[64];
+    size_t nf = raf_module_memory_stats(b.m, st, 64);
+    raf_tensor **args = random_args(&a);
+    raf_tensor **args_b = calloc((size_t)fb->nargs + 1, sizeof *args_b);
+    for (int i = 0; i < fb->nargs; i++) { /* fused functions come first */
+      args_b[i] = raf_exec_alloc(b.ex, fb->args[i].value->type);
+      memcpy(args_b[i]->data, args[i]->data, args[i]->nbytes);
+    }
+    raf_tensor **ra = two_steps(&a, fa, args), **rb = two_steps(&b, fb, args_b);
+    CHECK(ra && rb);
+    bool same = ra && rb;
+    for (int i = 0; same && i < fa->nresults; i++) {
+      same = ra[i]->nbytes == rb[i]->nbytes &&
+             memcmp(ra[i]->data, rb[i]->data, ra[i]->nbytes) == 0;
+      compared++;
+    }
+    for (int i = 0; same && i < fa->nargs; i++)
+      same = memcmp(args[i]->data, args_b[i]->data, args[i]->nbytes) == 0;
+    CHECK(same);
+    /* The measured peak (the arguments, allocated above, included) is the
+     * static one of @f, the module's last function. */
+    CHECK(nf >= 1 && st[nf - 1].planned);
+    bool peak = nf >= 1 && nf <= 64 &&
+                (int64_t)raf_exec_peak_bytes(b.ex) == st[nf - 1].peak;
+    CHECK(peak);
+    if (!same || !peak) {
+      fprintf(stderr, "%s (%s): measured peak %zu, static %lld; program:\n%s",
+              !same ? "results differ" : "peaks differ", passes,
+              raf_exec_peak_bytes(b.ex),
+              nf ? (long long)st[nf - 1].peak : -1LL, g.buf);
+      raf_print_module(b.m, stderr, 0);
+    }
+    for (int i = 0; i < fa->nresults; i++) {
+      if (ra)
+        raf_exec_free(a.ex, ra[i]);
+      if (rb)
+        raf_exec_free(b.ex, rb[i]);
+    }
+    free(ra);
+    free(rb);
+    free_tensors(&a, args, fa->nargs);
+    free_tensors(&b, args_b, fb->nargs);
+    program_close(&a);
+    program_close(&b);
+  }
+  /* The plans must run in place and donate, or the property says little. */
+  CHECK(inplace > programs);
+  CHECK(donated > programs / 4);
+  printf("test_plan_memory: %d programs, %d results compared, %d results "
+         "in place, %d donated, %d failures\n",
+         programs, compared, inplace, donated, failures);
+  free(g.buf);
+  return failures != 0;
+}
