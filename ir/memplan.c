@@ -86,7 +86,7 @@ raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
   return RAF_OK;
 }
 
-/* ---- What may run in place -------------------------------------------------- */
+/* ---- What may run in place ----------------------------------------------- */
 
 bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
   if (s->nresults != 1 || operand < 0 || operand >= s->noperands)
@@ -153,7 +153,7 @@ bool raf_mem_is_called(const raf_func *f) {
   return false;
 }
 
-/* ---- Reading and checking a plan --------------------------------------------- */
+/* ---- Reading and checking a plan ----------------------------------------- */
 
 typedef struct reader {
   raf_ctx *ctx;
@@ -462,7 +462,7 @@ raf_status raf_mem_verify_module(raf_ctx *ctx, raf_module *m) {
   return rc;
 }
 
-/* ---- Statistics ---------------------------------------------------------------- */
+/* ---- Statistics ---------------------------------------------------------- */
 
 /* Whether some statement of m carries a dialect: m went through dispatch. */
 static bool dispatched(const raf_module *m) {

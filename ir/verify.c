@@ -13,7 +13,8 @@
  *  - memory plans ({arena}, offsets, inplace, donated), when all the rest
  *    holds: ir/memplan.c.
  * Passes are run with the verifier after each one (--verify-each), so it
- * must be fast: linear in the size of the module.
+ * must be fast: linear in the size of the module (the plan check: in the
+ * number of values times the values alive at once).
  */
 #include "ir/ir.h"
 #include "ir/memplan.h"

@@ -72,7 +72,7 @@ typedef struct buffer {
   int second;     /* an argument's: the value that first overwrote it, -1 */
 } buffer;
 
-/* ---- Placement ------------------------------------------------------------- */
+/* ---- Placement ----------------------------------------------------------- */
 
 typedef struct sort_key {
   int64_t size;
@@ -167,7 +167,7 @@ static raf_status place_best(buffer *bufs, int n, int64_t *arena) {
   return rc;
 }
 
-/* ---- Attributes ------------------------------------------------------------ */
+/* ---- Attributes ---------------------------------------------------------- */
 
 /* attrs without the named ones, with room for `extra` more; NULL when out
  * of memory. */
@@ -245,7 +245,7 @@ static raf_status write_plan(raf_module *m, raf_mem_plan *p,
   return RAF_OK;
 }
 
-/* ---- Planning a function --------------------------------------------------- */
+/* ---- Planning a function ------------------------------------------------- */
 
 /* Whether result r of the statement at position k may overwrite operand
  * i (in place or by donation). */

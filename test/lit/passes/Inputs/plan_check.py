@@ -5,7 +5,8 @@ and the executor's measured peak is the static one raf-opt reports.
                   [--passes=PIPELINE] [--tolerance=0.05] [-- RAF-RUN ARGS]
 
 Makes the module (`raf-opt -p PRE FILE`, or FILE), plans it (`raf-opt -p
-PASSES --stats`, default plan-memory) and reads the function's static
+PASSES --stats`, default plan-memory: PASSES should change no kernel, so
+that both runs compute with the same ones) and reads the function's static
 `planned peak` from --stats. Runs the function in both modules through
 raf-run with RAF-RUN ARGS (which should carry --steps for a training step)
 and --print-memory, writing every result and a checkpoint of the params
