@@ -28,9 +28,6 @@ typedef struct cg_options {
   char vec_isa;
 } cg_options;
 
-/* The most buffers (arguments, results, scratch) a kernel takes. */
-#define CG_MAX_BUFS 192
-
 typedef struct cg_memo {
   const raf_value *v;
   cg_map map;

@@ -741,6 +741,8 @@ static bool attempt(const raf_func *f, cg_plan *p, const cg_split *splits,
     }
   for (int i = 0; w.ok && i < ret->noperands; i++)
     classify(&w, i, ret->operands[i].value);
+  if (w.ok && f->nargs + f->nresults + 2 * p->ntotals > CG_MAX_BUFS)
+    fail(&w, "more than %s arguments and results%s", "192", "");
   if (w.ok)
     collapse(p, w.leaves, w.nleaves);
   free(w.seen);

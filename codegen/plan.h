@@ -46,6 +46,8 @@
 
 /* The most dims of F: a value's rank, more when reshapes split dims. */
 #define CG_MAX_FDIMS 12
+/* The most buffers (arguments, results, scratch) a kernel takes. */
+#define CG_MAX_BUFS 192
 
 /* A map of a value's dims (rank entries) onto F's dims: value dim j runs
  * over F dims lo[j]..hi[j] (one F dim, or several merged, as a reshape
