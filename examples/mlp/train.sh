@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # train.sh: trains examples/mlp/mlp.raf on Fashion-MNIST on the CPU and
 # prints its test accuracy. The compiler builds the training step from the
-# forward model (autodiff, then AdamW), inlines it into one function and
+# forward model (autodiff, then AdamW), inlines it into one function,
 # fuses it (the fused functions run as LLVM-compiled kernels, the matmuls
-# through BLAS); raf-run feeds the batches, saves the trained params, and
+# through BLAS) and plans its memory (one arena per call); raf-run feeds the batches, saves the trained params, and
 # evaluates them with eval.raf. PIPELINE overrides the passes.
 #   bash examples/mlp/train.sh [BUILD_DIR] [EPOCHS]
 set -euo pipefail
@@ -16,7 +16,7 @@ mkdir -p "$work"
 if [ ! -f "$work/data/test_y.npy" ]; then
   /usr/bin/python3 examples/mlp/prepare_data.py "$work/data"
 fi
-default='autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse'
+default='autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse,plan-memory'
 pipeline=${PIPELINE:-$default}
 echo "== raf-opt -p '$pipeline' examples/mlp/mlp.raf"
 "$build/raf-opt" -p "$pipeline" examples/mlp/mlp.raf -o "$work/step.raf"

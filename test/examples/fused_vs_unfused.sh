@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fused_vs_unfused.sh BUILD_DIR: the examples' training steps give the same
-# losses fused (inline + fuse, fused functions on the llvm dialect) as
-# unfused (every statement on cblas/cpu-ref), step by step to a relative
-# 1e-4: the MLP on synthetic batches and a small GPT-2 on GPL-3 text.
+# losses fused (inline, fuse, plan-memory; fused functions on the llvm
+# dialect) as unfused (every statement on cblas/cpu-ref), step by step to a
+# relative 1e-4: the MLP on synthetic batches and a small GPT-2 on GPL-3 text.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
@@ -29,7 +29,7 @@ compare() {
   shift 3
   for way in unfused fused; do
     local p='autodiff,optimizer{kind=adamw lr=1e-3}' d=cblas,cpu-ref
-    if [ $way = fused ]; then p="$p,inline,fuse" d=; fi
+    if [ $way = fused ]; then p="$p,inline,fuse,plan-memory" d=; fi
     "$build/raf-opt" -p "$p" "$model" -o "$tmp/$name.$way.raf"
     "$build/raf-run" "$tmp/$name.$way.raf" --function="${func}_train_step" \
       ${d:+--dialects=$d} --steps=12 "$@" --log="$tmp/$name.$way.jsonl" \
