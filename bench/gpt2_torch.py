@@ -2,12 +2,17 @@
 """PyTorch eager's side of bench/train_step.sh: GPT-2 training steps.
 
     /usr/bin/python3 bench/gpt2_torch.py --layers 12 --heads 12 --embd 768
-        --vocab 50257 --seq 64 --batch 4 --steps 6 --threads 2 DATA_DIR
+        --vocab 50257 [--ctx 1024] --seq 64 --batch 4 --steps 6 --threads 2
+        DATA_DIR
 
 The model is test/ref/check_gpt2.py's torch GPT-2 (written from GPT-2's
 definition, the same as examples/gpt2/gen_gpt2.py's), trained with
-torch.optim.AdamW on DATA_DIR/x.npy and y.npy batch after batch. Prints one
-JSON line: the wall time of each step in ms, and the process's peak RSS.
+torch.optim.AdamW on DATA_DIR/x.npy and y.npy batch after batch (--ctx:
+the rows of wpe, as gen_gpt2.py's; default --seq). The params are the
+NumPy arrays' memory (torch.from_numpy), so initialisation holds no second
+copy of the model. Prints one JSON line: the wall time of each step in ms
+(zero_grad, forward, backward, step), the losses, and the process's peak
+RSS.
 """
 import argparse
 import json
@@ -31,14 +36,15 @@ def main():
     for k in ("layers", "heads", "embd", "vocab", "seq", "batch", "steps",
               "threads"):
         ap.add_argument(f"--{k}", type=int, required=True)
+    ap.add_argument("--ctx", type=int, default=None)
     ap.add_argument("data")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     check_gpt2.CFG.update(layers=a.layers, heads=a.heads, embd=a.embd,
                           vocab=a.vocab, seq=a.seq, batch=a.batch)
     text = gen_gpt2.generate(a.layers, a.heads, a.embd, a.vocab, a.seq,
-                             a.batch, a.seq)
-    params = {n: torch.tensor(v, requires_grad=True)
+                             a.batch, a.ctx or a.seq)
+    params = {n: torch.from_numpy(v).requires_grad_()
               for n, v in check_gpt2.params_of(text, np.random.default_rng(0))}
     x = torch.from_numpy(np.load(os.path.join(a.data, "x.npy")))
     y = torch.from_numpy(np.load(os.path.join(a.data, "y.npy")))
