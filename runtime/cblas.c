@@ -1,13 +1,24 @@
-/* cblas.c: the cblas dialect: matmul bound to OpenBLAS's gemm.
+/* cblas.c: the cblas dialect: matmul and scaled_dot_product_attention (and
+ * its gradient) on OpenBLAS's gemm, and cross_entropy (and its gradient)
+ * with vectorized float exponentials.
  *
  * matmul(a, b) in f64 (cblas_dgemm), f32 (cblas_sgemm) and bf16, with both
  * transpose flags (passed to gemm as CblasTrans, so nothing is copied) and
- * NumPy-broadcast batch dims: one gemm per result matrix, at the operands'
+ * NumPy-broadcast batch dims: gemms per result matrix, at the operands'
  * matrix offsets (an operand whose batch dim is 1 keeps offset 0 along
  * it). When b is shared by every batch and a is neither transposed nor
  * broadcast, the batch folds into the rows: one gemm of M' = batch * M,
  * which is what `x [B, S, D] @ w [D, F]` needs and is much faster than B
  * small gemms.
+ *
+ * Threads: OpenBLAS runs single-threaded (its own pool would spin in
+ * sched_yield between calls, taking a core from the executor's threads),
+ * and the kernels split their gemms into tasks that run on the executor's
+ * threads through raf_kernel_parallel: a large matrix product into blocks
+ * of result columns (or rows, when there are more rows than columns),
+ * small ones grouped. The split depends on the shapes only, and every
+ * block is a gemm over the whole of K, so the results are the same bits at
+ * every thread count.
  *
  * bf16: OpenBLAS's cblas_sbgemm (bf16 operands, float accumulation and
  * result) when the library has it; Debian's 0.3.21 declares it in cblas.h
@@ -16,49 +27,137 @@
  * and cblas_sgemm computes the same float products and sums. Either way
  * the float result rounds to bf16 to nearest even once, as cpu-ref does.
  *
- * OpenBLAS runs its own threads; the kernel sets their number to the
- * executor's (--threads), so one knob governs both. OpenBLAS partitions
- * gemm over M and N only, never K, so a result element's sum order does
- * not depend on the thread count.
+ * scaled_dot_product_attention(q, k, v) and its gradient, f32: per (batch,
+ * head) matrix, in blocks of 64 query rows, S = scale * q k^T by sgemm (a
+ * causal block only against the keys its last row sees), a stable softmax
+ * per row (the row's maximum subtracted; exp by raf_vexpf, vmath.h; the
+ * sum in double; masked keys 0), then out = P v by sgemm. The gradient
+ * recomputes P block by block (as FlashAttention's backward) and takes
+ * dv += P^T dy, dP = dy v^T, dS = P * (dP - rowsum(dP * P)) * scale,
+ * dq = dS k, dk += dS^T q, each an sgemm; dk and dv add the blocks in
+ * order. Semantics are cpu-ref's (linalg.c, grad.c: PyTorch's top-left
+ * causal mask, zeros for a query without keys); the numerics are float
+ * throughout, so results differ from cpu-ref's (double for the gradient)
+ * by float rounding.
+ *
+ * cross_entropy(logits, labels) and cross_entropy_grad(dy, logits,
+ * labels), f32: per row, the maximum, exp(x - max) by raf_vexpf and the
+ * sum of the exponentials in double (eight partial sums in a fixed order);
+ * the loss is log(sum) - (x[label] - max), the gradient exp(x - max) *
+ * (g / sum) with its label element (p - 1) * g in double (g the row's dy,
+ * or dy / counted for "mean"). Semantics are cpu-ref's (loss.c, grad.c):
+ * ignore_index rows give 0 and do not count, a NaN in a row makes it NaN,
+ * and a label out of range runs cpu-ref's kernel, which reports it.
  */
+#include "runtime/cpuref/cpuref.h"
 #include "runtime/dialects.h"
 #include "runtime/exec.h"
+#include "runtime/vmath.h"
 
 #include <cblas.h>
 #include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #pragma weak cblas_sbgemm
 
-/* A gemm on row-major matrices, C = op(A) op(B), C [m, n]. */
+/* About this many multiply-adds per parallel task. */
+#define TASK_WORK ((int64_t)1 << 24)
+/* At most this many blocks per matrix product. */
+#define MAX_BLOCKS 8
+/* Query rows per attention block. */
+#define ATT_ROWS 64
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static bool fits_blasint(int64_t v) { return v <= INT_MAX; }
+
+/* OpenBLAS's threads stay idle: the executor's threads run the gemms. */
+static void blas_single_threaded(void) {
+  if (openblas_get_num_threads() != 1)
+    openblas_set_num_threads(1);
+}
+
+/* A gemm on row-major matrices, C = alpha op(A) op(B) + beta C, C [m, n]
+ * with leading dimensions lda, ldb, ldc. */
 typedef struct gemm_call {
   raf_dtype dt; /* of the buffers: RAF_F64, RAF_F32, or RAF_BF16 with C f32 */
   bool ta, tb;
   int64_t m, n, k;
 } gemm_call;
 
-static void gemm(const gemm_call *g, const void *a, const void *b, void *c) {
+static void gemm_ld(const gemm_call *g, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, void *c, int64_t ldc,
+                    double alpha, double beta) {
   enum CBLAS_TRANSPOSE ta = g->ta ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = g->tb ? CblasTrans : CblasNoTrans;
   blasint m = (blasint)g->m, n = (blasint)g->n, k = (blasint)g->k;
-  blasint lda = g->ta ? m : k, ldb = g->tb ? k : n;
+  blasint la = (blasint)lda, lb = (blasint)ldb, lc = (blasint)ldc;
   switch (g->dt) {
   case RAF_F64:
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, la, b, lb, beta, c,
+                lc);
     break;
   case RAF_F32:
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                n);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)alpha, a, la, b, lb,
+                (float)beta, c, lc);
     break;
   default: /* RAF_BF16: the caller checked that cblas_sbgemm exists */
-    cblas_sbgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
-                 n);
+    cblas_sbgemm(CblasRowMajor, ta, tb, m, n, k, (float)alpha, a, la, b, lb,
+                 (float)beta, c, lc);
     break;
   }
 }
 
-static bool fits_blasint(int64_t v) { return v <= INT_MAX; }
+/* ---- matmul --------------------------------------------------------------- */
+
+/* The gemms of a whole matmul as tasks: result matrix `batch`, block
+ * `block` of its columns (split_n) or rows. */
+typedef struct mm_job {
+  gemm_call g;
+  const char *a, *b;
+  char *c;
+  size_t asize, bsize, csize;
+  int batch_rank;
+  const int64_t *batch_dims;
+  int64_t sa[RAF_MAX_RANK], sb[RAF_MAX_RANK]; /* matrix strides per dim */
+  bool split_n;
+  int64_t blk, nblk;
+} mm_job;
+
+static void mm_tasks(void *data, int64_t begin, int64_t end) {
+  const mm_job *j = data;
+  const gemm_call *g = &j->g;
+  int64_t lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t batch = t / j->nblk, bl = t % j->nblk;
+    int64_t rest = batch, aoff = 0, boff = 0;
+    for (int d = j->batch_rank - 1; d >= 0; d--) {
+      int64_t idx = rest % j->batch_dims[d];
+      rest /= j->batch_dims[d];
+      aoff += idx * j->sa[d];
+      boff += idx * j->sb[d];
+    }
+    const char *a = j->a + (size_t)aoff * j->asize;
+    const char *b = j->b + (size_t)boff * j->bsize;
+    char *c = j->c + (size_t)(batch * g->m * g->n) * j->csize;
+    gemm_call sub = *g;
+    if (j->split_n) {
+      int64_t n0 = bl * j->blk;
+      sub.n = min64(j->blk, g->n - n0);
+      b += (size_t)(g->tb ? n0 * ldb : n0) * j->bsize;
+      c += (size_t)n0 * j->csize;
+    } else {
+      int64_t m0 = bl * j->blk;
+      sub.m = min64(j->blk, g->m - m0);
+      a += (size_t)(g->ta ? m0 : m0 * lda) * j->asize;
+      c += (size_t)(m0 * g->n) * j->csize;
+    }
+    gemm_ld(&sub, a, lda, b, ldb, c, g->n, 1.0, 0.0);
+  }
+}
 
 /* Runs the gemms of the whole matmul: a, b and c hold elements of size
  * `size` (c's may differ: csize), laid out as the operand types say. */
@@ -67,33 +166,44 @@ static void batched_gemm(const raf_kernel *k, gemm_call g, const void *a,
                          size_t csize) {
   const raf_type *at = k->in[0]->type, *bt = k->in[1]->type,
                  *ot = k->out[0]->type;
-  int batch_rank = ot->rank - 2;
+  mm_job j = {.a = a, .b = b, .c = c, .asize = asize, .bsize = bsize,
+              .csize = csize, .batch_rank = ot->rank - 2,
+              .batch_dims = ot->dims};
   int64_t nbatch = ot->numel / (g.m * g.n);
-  int64_t sa[RAF_MAX_RANK], sb[RAF_MAX_RANK];
-  raf_broadcast_strides(at, ot, sa);
-  raf_broadcast_strides(bt, ot, sb);
+  raf_broadcast_strides(at, ot, j.sa);
+  raf_broadcast_strides(bt, ot, j.sb);
   bool b_shared = true;
-  for (int d = 0; d < batch_rank; d++)
-    b_shared &= sb[d] == 0;
+  for (int d = 0; d < j.batch_rank; d++)
+    b_shared &= j.sb[d] == 0;
   if (nbatch > 1 && b_shared && !g.ta && at->numel == nbatch * g.m * g.k &&
       fits_blasint(nbatch * g.m)) {
     /* a [batch.., M, K] is one [batch * M, K] matrix. */
     g.m *= nbatch;
-    gemm(&g, a, b, c);
-    return;
+    nbatch = 1;
+    j.batch_rank = 0;
   }
-  for (int64_t i = 0; i < nbatch; i++) {
-    int64_t rest = i, aoff = 0, boff = 0;
-    for (int d = batch_rank - 1; d >= 0; d--) {
-      int64_t idx = rest % ot->dims[d];
-      rest /= ot->dims[d];
-      aoff += idx * sa[d];
-      boff += idx * sb[d];
-    }
-    gemm(&g, (const char *)a + (size_t)aoff * asize,
-         (const char *)b + (size_t)boff * bsize,
-         (char *)c + (size_t)(i * g.m * g.n) * csize);
-  }
+  j.g = g;
+  /* Blocks of the larger of M and N, so that what each block packs again
+   * (all of the other operand) is the smaller share; blocks of at least
+   * 256 rows or 512 columns (OpenBLAS's kernels slow down on narrower
+   * ones), but two blocks of at least 64 when that is all there is. */
+  int64_t work = g.m * g.n * g.k;
+  j.split_n = g.n > g.m;
+  int64_t dim = j.split_n ? g.n : g.m, least = j.split_n ? 512 : 256;
+  int64_t want = work / TASK_WORK, most = dim / least;
+  if (most < 2 && dim >= 128)
+    most = 2;
+  want = want > MAX_BLOCKS ? MAX_BLOCKS : want;
+  want = want > most ? most : want;
+  want = want < 1 ? 1 : want;
+  j.blk = (dim + want - 1) / want;
+  if (want > 1)
+    j.blk = (j.blk + 63) / 64 * 64;
+  j.nblk = (dim + j.blk - 1) / j.blk;
+  int64_t grain = 1;
+  if (j.nblk == 1 && work < TASK_WORK)
+    grain = TASK_WORK / (work + 1) + 1;
+  raf_kernel_parallel(k, nbatch * j.nblk, grain, mm_tasks, &j);
 }
 
 /* bf16: the float result in a scratch buffer, rounded into the output. */
@@ -148,9 +258,7 @@ static raf_status cblas_matmul(const raf_kernel *k) {
     return raf_kernel_fail(k, "matrix dimensions exceed the BLAS integer "
                            "(%lld x %lld x %lld)", (long long)g.m,
                            (long long)g.k, (long long)g.n);
-  int threads = raf_exec_threads(k->ex);
-  if (threads > 0 && openblas_get_num_threads() != threads)
-    openblas_set_num_threads(threads);
+  blas_single_threaded();
   if (dt == RAF_BF16)
     return matmul_bf16(k, g);
   size_t size = (size_t)raf_dtype_size(dt);
@@ -159,6 +267,387 @@ static raf_status cblas_matmul(const raf_kernel *k) {
   return RAF_OK;
 }
 
+/* ---- scaled_dot_product_attention and its gradient (f32) ------------------ */
+
+typedef struct att_job {
+  const float *q, *k, *v, *dy;
+  float *out, *dq, *dk, *dv; /* out for the forward, dq dk dv backward */
+  int64_t lq, lk, d, dv_;
+  bool causal;
+  float scale;
+  atomic_bool out_of_memory;
+} att_job;
+
+/* sgemm C [m, n] = alpha op(A) op(B) + beta C; an empty sum (k = 0) scales
+ * C by beta. */
+static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  float alpha, const float *a, int64_t lda, const float *b,
+                  int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t e = 0; e < n; e++)
+        c[i * ldc + e] = beta == 0 ? 0 : c[i * ldc + e] * beta;
+    return;
+  }
+  gemm_call g = {RAF_F32, ta, tb, m, n, k};
+  gemm_ld(&g, a, lda, b, ldb, c, ldc, alpha, beta);
+}
+
+RAF_VEC_FN static void exp_shifted(float *x, int64_t n, float top) {
+  for (int64_t e = 0; e < n; e++)
+    x[e] = raf_vexpf(x[e] - top);
+}
+
+RAF_VEC_FN static void scale_row(float *x, int64_t n, float by) {
+  for (int64_t e = 0; e < n; e++)
+    x[e] *= by;
+}
+
+/* The keys query row i sees. */
+static int64_t keys_of(const att_job *j, int64_t i) {
+  return j->causal ? min64(j->lk, i + 1) : j->lk;
+}
+
+/* Scores of query rows [i0, i0 + rows) against keys [0, kmax) into s
+ * [rows, kmax], made into the softmax rows P (zeros past a row's keys). */
+static void probabilities(const att_job *j, const float *q, const float *k,
+                          int64_t i0, int64_t rows, int64_t kmax, float *s) {
+  const int64_t D = j->d;
+  sgemm(false, true, rows, kmax, D, j->scale, q + i0 * D, D, k, D, 0.0f, s,
+        kmax);
+  for (int64_t r = 0; r < rows; r++) {
+    float *row = s + r * kmax;
+    int64_t nk = keys_of(j, i0 + r);
+    float top = -INFINITY;
+    for (int64_t e = 0; e < nk; e++)
+      top = row[e] > top ? row[e] : top;
+    exp_shifted(row, nk, top);
+    double total = 0;
+    for (int64_t e = 0; e < nk; e++)
+      total += row[e];
+    scale_row(row, nk, (float)(1 / total));
+    for (int64_t e = nk; e < kmax; e++)
+      row[e] = 0;
+  }
+}
+
+/* The key rows block [i0, i0 + rows) reaches. */
+static int64_t block_keys(const att_job *j, int64_t i0, int64_t rows) {
+  return j->causal ? min64(j->lk, i0 + rows) : j->lk;
+}
+
+static void att_forward_items(void *data, int64_t begin, int64_t end) {
+  att_job *j = data;
+  const int64_t Lq = j->lq, Lk = j->lk, D = j->d, Dv = j->dv_;
+  int64_t rb = Lq ? min64(Lq, ATT_ROWS) : 1;
+  float *s = malloc((size_t)(rb * Lk + 1) * sizeof *s);
+  if (!s) {
+    atomic_store(&j->out_of_memory, true);
+    return;
+  }
+  for (int64_t bh = begin; bh < end; bh++) {
+    const float *q = j->q + bh * Lq * D, *k = j->k + bh * Lk * D,
+                *v = j->v + bh * Lk * Dv;
+    float *o = j->out + bh * Lq * Dv;
+    for (int64_t i0 = 0; i0 < Lq; i0 += rb) {
+      int64_t rows = min64(rb, Lq - i0), kmax = block_keys(j, i0, rows);
+      probabilities(j, q, k, i0, rows, kmax, s);
+      sgemm(false, false, rows, Dv, kmax, 1.0f, s, kmax, v, Dv, 0.0f,
+            o + i0 * Dv, Dv);
+    }
+  }
+  free(s);
+}
+
+static void att_backward_items(void *data, int64_t begin, int64_t end) {
+  att_job *j = data;
+  const int64_t Lq = j->lq, Lk = j->lk, D = j->d, Dv = j->dv_;
+  int64_t rb = Lq ? min64(Lq, ATT_ROWS) : 1;
+  float *p = malloc((size_t)(2 * rb * Lk + 1) * sizeof *p);
+  if (!p) {
+    atomic_store(&j->out_of_memory, true);
+    return;
+  }
+  float *ds = p + rb * Lk;
+  for (int64_t bh = begin; bh < end; bh++) {
+    const float *q = j->q + bh * Lq * D, *k = j->k + bh * Lk * D,
+                *v = j->v + bh * Lk * Dv, *dy = j->dy + bh * Lq * Dv;
+    float *dq = j->dq + bh * Lq * D, *dk = j->dk + bh * Lk * D,
+          *dv = j->dv + bh * Lk * Dv;
+    memset(dk, 0, (size_t)(Lk * D) * sizeof *dk);
+    memset(dv, 0, (size_t)(Lk * Dv) * sizeof *dv);
+    for (int64_t i0 = 0; i0 < Lq; i0 += rb) {
+      int64_t rows = min64(rb, Lq - i0), kmax = block_keys(j, i0, rows);
+      if (kmax == 0) { /* no keys: the rows' dq is an empty sum */
+        memset(dq + i0 * D, 0, (size_t)(rows * D) * sizeof *dq);
+        continue;
+      }
+      probabilities(j, q, k, i0, rows, kmax, p);
+      /* dv[0, kmax) += P^T dy; dP = dy v^T. */
+      sgemm(true, false, kmax, Dv, rows, 1.0f, p, kmax, dy + i0 * Dv, Dv,
+            1.0f, dv, Dv);
+      sgemm(false, true, rows, kmax, Dv, 1.0f, dy + i0 * Dv, Dv, v, Dv, 0.0f,
+            ds, kmax);
+      for (int64_t r = 0; r < rows; r++) {
+        const float *pr = p + r * kmax;
+        float *dr = ds + r * kmax;
+        int64_t nk = keys_of(j, i0 + r);
+        double dot = 0;
+        for (int64_t e = 0; e < nk; e++)
+          dot += (double)dr[e] * pr[e];
+        float fdot = (float)dot;
+        for (int64_t e = 0; e < nk; e++)
+          dr[e] = pr[e] * (dr[e] - fdot) * j->scale;
+        for (int64_t e = nk; e < kmax; e++)
+          dr[e] = 0;
+      }
+      /* dq = dS k; dk[0, kmax) += dS^T q. */
+      sgemm(false, false, rows, D, kmax, 1.0f, ds, kmax, k, D, 0.0f,
+            dq + i0 * D, D);
+      sgemm(true, false, kmax, D, rows, 1.0f, ds, kmax, q + i0 * D, D, 1.0f,
+            dk, D);
+    }
+  }
+  free(p);
+}
+
+static raf_status attention_common(const raf_kernel *k, att_job *j,
+                                   const raf_type *qt, const raf_type *kt,
+                                   const raf_type *vt, bool backward) {
+  int r = qt->rank;
+  j->lq = qt->dims[r - 2];
+  j->lk = kt->dims[r - 2];
+  j->d = qt->dims[r - 1];
+  j->dv_ = vt->dims[r - 1];
+  j->causal = raf_stmt_attr_bool(k->stmt, "causal");
+  raf_attr_value scale;
+  j->scale = (float)(raf_stmt_attr(k->stmt, "scale", &scale)
+                         ? scale.u.f
+                         : 1.0 / sqrt((double)j->d));
+  atomic_init(&j->out_of_memory, false);
+  if (qt->dtype != RAF_F32)
+    return raf_kernel_fail(k, "cblas has no attention for %s",
+                           raf_dtype_name(qt->dtype));
+  if (!fits_blasint(j->lq) || !fits_blasint(j->lk) || !fits_blasint(j->d) ||
+      !fits_blasint(j->dv_))
+    return raf_kernel_fail(k, "attention dimensions exceed the BLAS integer");
+  int64_t items = 1;
+  for (int d = 0; d < r - 2; d++)
+    items *= qt->dims[d];
+  if (items == 0)
+    return RAF_OK;
+  blas_single_threaded();
+  int64_t work = j->lq * j->lk * (j->d + j->dv_) * (backward ? 3 : 1) + 1;
+  int64_t grain = work >= TASK_WORK ? 1 : TASK_WORK / work + 1;
+  raf_kernel_parallel(k, items, grain,
+                      backward ? att_backward_items : att_forward_items, j);
+  if (atomic_load(&j->out_of_memory))
+    return raf_kernel_fail(k, "out of memory for the attention scores");
+  return RAF_OK;
+}
+
+static raf_status cblas_attention(const raf_kernel *k) {
+  att_job j = {.q = k->in[0]->data, .k = k->in[1]->data,
+               .v = k->in[2]->data, .out = k->out[0]->data};
+  return attention_common(k, &j, k->in[0]->type, k->in[1]->type,
+                          k->in[2]->type, false);
+}
+
+static raf_status cblas_attention_grad(const raf_kernel *k) {
+  att_job j = {.dy = k->in[0]->data, .q = k->in[1]->data,
+               .k = k->in[2]->data, .v = k->in[3]->data,
+               .dq = k->out[0]->data, .dk = k->out[1]->data,
+               .dv = k->out[2]->data};
+  return attention_common(k, &j, k->in[1]->type, k->in[2]->type,
+                          k->in[3]->type, true);
+}
+
+/* ---- cross_entropy and its gradient (f32) -------------------------------- */
+
+/* Classes per chunk of a row's exponentials (on the stack). */
+enum { CE_CHUNK = 2048 };
+
+typedef struct ce_job {
+  const float *x;
+  const raf_tensor *labels;
+  int64_t classes, ignore;
+  double *loss;       /* forward: per row */
+  const float *dy;    /* backward: dy[r] ("none"), or NULL */
+  double scale;       /* backward: the factor of every row otherwise */
+  float *dx;
+} ce_job;
+
+/* The row's maximum, or NaN when it holds one (then everything is NaN, as
+ * cpu-ref). Eight partial maxima: the max of floats is exact, so the order
+ * does not matter but for the sign of a zero maximum, which no result
+ * sees. */
+static float row_max(const float *x, int64_t n) {
+  float m[8];
+  bool nan = false;
+  for (int l = 0; l < 8; l++)
+    m[l] = -INFINITY;
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int l = 0; l < 8; l++) {
+      float v = x[c + l];
+      m[l] = v > m[l] ? v : m[l];
+      nan |= v != v;
+    }
+  for (; c < n; c++) {
+    m[0] = x[c] > m[0] ? x[c] : m[0];
+    nan |= x[c] != x[c];
+  }
+  float top = m[0];
+  for (int l = 1; l < 8; l++)
+    top = m[l] > top ? m[l] : top;
+  return nan ? NAN : top;
+}
+
+/* e[c] = exp(x[c] - top) for c < n, and their sum in double: eight partial
+ * sums over c mod 8 added in a fixed order, so the same bits every time. */
+RAF_VEC_FN static double exp_sum(const float *x, float *e, int64_t n,
+                                 float top) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) {
+    int64_t w = min64(CE_CHUNK, n - e0);
+    float *out = e + e0;
+    const float *in = x + e0;
+    for (int64_t c = 0; c < w; c++)
+      out[c] = raf_vexpf(in[c] - top);
+    int64_t c = 0;
+    for (; c + 8 <= w; c += 8)
+      for (int l = 0; l < 8; l++)
+        acc[l] += (double)out[c + l];
+    for (; c < w; c++)
+      acc[c & 7] += (double)out[c];
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void ce_rows(void *data, int64_t begin, int64_t end) {
+  const ce_job *j = data;
+  const int64_t C = j->classes;
+  float e[CE_CHUNK];
+  for (int64_t r = begin; r < end; r++) {
+    int64_t label = raf_elem_get_i64(j->labels->type->dtype,
+                                     j->labels->data, r);
+    if (label == j->ignore) {
+      j->loss[r] = 0;
+      continue;
+    }
+    const float *x = j->x + r * C;
+    float top = row_max(x, C);
+    double total = 0;
+    for (int64_t c0 = 0; c0 < C; c0 += CE_CHUNK)
+      total += exp_sum(x + c0, e, min64(CE_CHUNK, C - c0), top);
+    j->loss[r] = log(total) - ((double)x[label] - (double)top);
+  }
+}
+
+RAF_VEC_FN static void scale_into(float *x, int64_t n, float by) {
+  for (int64_t c = 0; c < n; c++)
+    x[c] *= by;
+}
+
+static void ce_grad_rows(void *data, int64_t begin, int64_t end) {
+  const ce_job *j = data;
+  const int64_t C = j->classes;
+  for (int64_t r = begin; r < end; r++) {
+    int64_t label = raf_elem_get_i64(j->labels->type->dtype,
+                                     j->labels->data, r);
+    float *dx = j->dx + r * C;
+    if (label == j->ignore) {
+      memset(dx, 0, (size_t)C * sizeof *dx);
+      continue;
+    }
+    const float *x = j->x + r * C;
+    double g = j->dy ? (double)j->dy[r] : j->scale;
+    float top = row_max(x, C);
+    double total = exp_sum(x, dx, C, top);
+    double p = (double)dx[label] / total;
+    scale_into(dx, C, (float)(g / total));
+    dx[label] = (float)((p - 1) * g);
+  }
+}
+
+/* The labels' count (not ignored), or -1 when one is out of range: then
+ * the reference kernel runs, to report it as it does. */
+static int64_t count_labels(const raf_tensor *labels, int64_t classes,
+                            int64_t ignore) {
+  int64_t counted = 0;
+  for (int64_t r = 0; r < labels->type->numel; r++) {
+    int64_t label = raf_elem_get_i64(labels->type->dtype, labels->data, r);
+    if (label == ignore)
+      continue;
+    if (label < 0 || label >= classes)
+      return -1;
+    counted++;
+  }
+  return counted;
+}
+
+static raf_status cblas_cross_entropy(const raf_kernel *k) {
+  const raf_tensor *logits = k->in[0], *labels = k->in[1];
+  raf_tensor *out = k->out[0];
+  const raf_type *lt = logits->type;
+  ce_job j = {.x = logits->data, .labels = labels,
+              .classes = lt->dims[lt->rank - 1],
+              .ignore = raf_stmt_attr_int(k->stmt, "ignore_index")};
+  int64_t counted = count_labels(labels, j.classes, j.ignore);
+  if (lt->dtype != RAF_F32 || out->type->dtype != RAF_F32 || counted < 0)
+    return raf_cpuref_cross_entropy(k);
+  int64_t rows = labels->type->numel;
+  j.loss = malloc((size_t)rows * sizeof *j.loss + 1);
+  if (!j.loss)
+    return raf_kernel_fail(k, "out of memory for the per-row losses");
+  raf_kernel_parallel(k, rows, (1 << 17) / (j.classes + 1) + 1, ce_rows, &j);
+  const char *red = raf_stmt_attr_str(k->stmt, "reduction");
+  float *y = out->data;
+  if (strcmp(red, "none") == 0) {
+    for (int64_t r = 0; r < rows; r++)
+      y[r] = (float)j.loss[r];
+  } else {
+    double total = 0;
+    for (int64_t r = 0; r < rows; r++)
+      total += j.loss[r];
+    if (strcmp(red, "mean") == 0)
+      total = counted ? total / (double)counted : NAN; /* all ignored */
+    y[0] = (float)total;
+  }
+  free(j.loss);
+  return RAF_OK;
+}
+
+static raf_status cblas_cross_entropy_grad(const raf_kernel *k) {
+  const raf_tensor *dy = k->in[0], *logits = k->in[1], *labels = k->in[2];
+  raf_tensor *out = k->out[0];
+  const raf_type *lt = logits->type;
+  ce_job j = {.x = logits->data, .labels = labels, .dx = out->data,
+              .classes = lt->dims[lt->rank - 1],
+              .ignore = raf_stmt_attr_int(k->stmt, "ignore_index")};
+  int64_t counted = count_labels(labels, j.classes, j.ignore);
+  if (lt->dtype != RAF_F32 || dy->type->dtype != RAF_F32 ||
+      out->type->dtype != RAF_F32 || counted < 0)
+    return raf_cpuref_cross_entropy_grad(k);
+  const char *red = raf_stmt_attr_str(k->stmt, "reduction");
+  const float *g = dy->data;
+  if (strcmp(red, "none") == 0)
+    j.dy = g;
+  else
+    j.scale = strcmp(red, "mean") == 0 ? (double)g[0] / (double)counted
+                                       : (double)g[0];
+  raf_kernel_parallel(k, labels->type->numel,
+                      (1 << 17) / (j.classes + 1) + 1, ce_grad_rows, &j);
+  return RAF_OK;
+}
+
 const raf_kernel_fn raf_cblas_kernels[RAF_OP_COUNT] = {
     [RAF_OP_MATMUL] = cblas_matmul,
+    [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION] = cblas_attention,
+    [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD] = cblas_attention_grad,
+    [RAF_OP_CROSS_ENTROPY] = cblas_cross_entropy,
+    [RAF_OP_CROSS_ENTROPY_GRAD] = cblas_cross_entropy_grad,
 };

@@ -34,8 +34,10 @@
  *
  * Numerics: every kernel but take_grad computes in double, from working
  * copies of its operands, and rounds once when it stores a result; f64
- * operands are read in place. take_grad adds in the working type of
- * cpuref.h (see there). Every result element is computed by one thread in an order
+ * operands are read in place, and so are f32 ones (and f32 results written
+ * in place) by layer_norm_grad and cross_entropy_grad, converting each
+ * element exactly as it is read: the same arithmetic without the copies.
+ * take_grad adds in the working type of cpuref.h (see there). Every result element is computed by one thread in an order
  * fixed by the shapes (sums in ascending index order), and the parallel
  * split is over independent outputs, so results do not depend on the
  * thread count.
@@ -245,66 +247,113 @@ raf_status raf_cpuref_softmax_grad(const raf_kernel *k) {
 
 /* ---- layer_norm_grad ----------------------------------------------------- */
 
+/* In double as the other kernels; f32 operands are read in place and f32
+ * results written in place (each element converted exactly on the way in,
+ * rounded once on the way out), the same arithmetic without the working
+ * copies. dgamma and dbeta add over the rows in ascending order, a block
+ * of columns at a time (rows outer, so each row's block is read once and
+ * contiguously). */
 typedef struct ln_job {
-  const double *dy, *x, *gamma;
+  const double *dy, *x, *gamma; /* double operands, or NULL (f32) */
   double *dx, *dgamma, *dbeta;
+  const float *fdy, *fx, *fgamma; /* f32 operands */
+  float *fdx, *fdgamma, *fdbeta;
   double *mean, *rstd; /* per row */
   int64_t rows, n;
   double eps;
 } ln_job;
 
+#define LN_GRAD_ROWS(DY, X, GAMMA, DX)                                         \
+  for (int64_t r = begin; r < end; r++) {                                      \
+    double mean = 0, var = 0, mg = 0, mgx = 0;                                 \
+    for (int64_t e = 0; e < n; e++)                                            \
+      mean += (double)X[r * n + e];                                            \
+    mean /= (double)n;                                                         \
+    for (int64_t e = 0; e < n; e++)                                            \
+      var += ((double)X[r * n + e] - mean) * ((double)X[r * n + e] - mean);    \
+    var /= (double)n;                                                          \
+    double rstd = 1 / sqrt(var + j->eps);                                      \
+    for (int64_t e = 0; e < n; e++) {                                          \
+      double g = (double)DY[r * n + e] * (double)GAMMA[e];                     \
+      mg += g;                                                                 \
+      mgx += g * ((double)X[r * n + e] - mean) * rstd;                         \
+    }                                                                          \
+    mg /= (double)n;                                                           \
+    mgx /= (double)n;                                                          \
+    for (int64_t e = 0; e < n; e++)                                            \
+      DX[r * n + e] = rstd * ((double)DY[r * n + e] * (double)GAMMA[e] - mg -   \
+                              ((double)X[r * n + e] - mean) * rstd * mgx);     \
+    j->mean[r] = mean;                                                         \
+    j->rstd[r] = rstd;                                                         \
+  }
+
 static void ln_grad_rows(void *data, int64_t begin, int64_t end) {
   const ln_job *j = data;
   const int64_t n = j->n;
-  for (int64_t r = begin; r < end; r++) {
-    const double *x = j->x + r * n, *dy = j->dy + r * n;
-    double *dx = j->dx + r * n, mean = 0, var = 0, mg = 0, mgx = 0;
-    for (int64_t e = 0; e < n; e++)
-      mean += x[e];
-    mean /= (double)n;
-    for (int64_t e = 0; e < n; e++)
-      var += (x[e] - mean) * (x[e] - mean);
-    var /= (double)n;
-    double rstd = 1 / sqrt(var + j->eps);
-    for (int64_t e = 0; e < n; e++) {
-      double g = dy[e] * j->gamma[e];
-      mg += g;
-      mgx += g * (x[e] - mean) * rstd;
-    }
-    mg /= (double)n;
-    mgx /= (double)n;
-    for (int64_t e = 0; e < n; e++)
-      dx[e] = rstd * (dy[e] * j->gamma[e] - mg - (x[e] - mean) * rstd * mgx);
-    j->mean[r] = mean;
-    j->rstd[r] = rstd;
+  if (j->x) {
+    LN_GRAD_ROWS(j->dy, j->x, j->gamma, j->dx)
+  } else {
+    LN_GRAD_ROWS(j->fdy, j->fx, j->fgamma, j->fdx)
   }
 }
 
+/* Columns per block of ln_grad_params (its sums on the stack). */
+enum { LN_COLS = 256 };
+
+#define LN_GRAD_PARAMS(DY, X)                                                  \
+  for (int64_t r = 0; r < j->rows; r++) {                                      \
+    double mean = j->mean[r], rstd = j->rstd[r];                               \
+    for (int64_t e = 0; e < w; e++) {                                          \
+      double dy = (double)DY[r * j->n + e0 + e];                               \
+      dg[e] += dy * ((double)X[r * j->n + e0 + e] - mean) * rstd;              \
+      db[e] += dy;                                                             \
+    }                                                                          \
+  }
+
 static void ln_grad_params(void *data, int64_t begin, int64_t end) {
   const ln_job *j = data;
-  for (int64_t e = begin; e < end; e++) {
-    double dg = 0, db = 0;
-    for (int64_t r = 0; r < j->rows; r++) {
-      double dy = j->dy[r * j->n + e];
-      dg += dy * (j->x[r * j->n + e] - j->mean[r]) * j->rstd[r];
-      db += dy;
+  double dg[LN_COLS], db[LN_COLS];
+  for (int64_t e0 = begin; e0 < end; e0 += LN_COLS) {
+    int64_t w = min64(LN_COLS, end - e0);
+    for (int64_t e = 0; e < w; e++)
+      dg[e] = db[e] = 0;
+    if (j->x) {
+      LN_GRAD_PARAMS(j->dy, j->x)
+    } else {
+      LN_GRAD_PARAMS(j->fdy, j->fx)
     }
-    j->dgamma[e] = dg;
-    j->dbeta[e] = db;
+    for (int64_t e = 0; e < w; e++) {
+      if (j->dgamma) {
+        j->dgamma[e0 + e] = dg[e];
+        j->dbeta[e0 + e] = db[e];
+      } else {
+        j->fdgamma[e0 + e] = (float)dg[e];
+        j->fdbeta[e0 + e] = (float)db[e];
+      }
+    }
   }
 }
 
 raf_status raf_cpuref_layer_norm_grad(const raf_kernel *k) {
   const raf_type *xt = k->in[1]->type;
-  buffers b;
-  const double *in[3];
-  double *out[3];
-  if (!setup(k, &b, in, 3, out, false))
+  buffers b = {.n = 0};
+  const double *in[3] = {NULL, NULL, NULL};
+  double *out[3] = {NULL, NULL, NULL};
+  bool f32 = true;
+  for (int i = 0; i < 3; i++)
+    f32 &= k->in[i]->type->dtype == RAF_F32 && k->out[i]->type->dtype ==
+                                                   RAF_F32;
+  if (!f32 && !setup(k, &b, in, 3, out, false))
     return RAF_ERROR;
   ln_job j = {.dy = in[0], .x = in[1], .gamma = in[2], .dx = out[0],
               .dgamma = out[1], .dbeta = out[2],
               .n = k->in[2]->type->numel,
               .eps = raf_stmt_attr_float(k->stmt, "eps")};
+  if (f32) {
+    j.fdy = k->in[0]->data, j.fx = k->in[1]->data, j.fgamma = k->in[2]->data;
+    j.fdx = k->out[0]->data, j.fdgamma = k->out[1]->data;
+    j.fdbeta = k->out[2]->data;
+  }
   /* gamma has the normalised dims' shape: its size is the row length. */
   j.rows = j.n ? xt->numel / j.n : 0;
   double *stats = malloc((size_t)(2 * j.rows + 1) * sizeof *stats);
@@ -315,45 +364,75 @@ raf_status raf_cpuref_layer_norm_grad(const raf_kernel *k) {
   j.mean = stats;
   j.rstd = stats + j.rows;
   raf_kernel_parallel(k, j.rows, raf_cpuref_grain(CHUNK_WORK, 4 * j.n), ln_grad_rows, &j);
-  raf_kernel_parallel(k, j.n, raf_cpuref_grain(CHUNK_WORK, 2 * j.rows), ln_grad_params, &j);
+  raf_kernel_parallel(k, j.n, LN_COLS, ln_grad_params, &j);
   free(stats);
-  finish(k, &b, out);
+  if (!f32)
+    finish(k, &b, out);
   return RAF_OK;
 }
 
 /* ---- cross_entropy_grad -------------------------------------------------- */
 
+/* f32 logits and result are read and written in place, each exponential
+ * computed once per element into a row of doubles: the same arithmetic as
+ * the double working copies, without them (a vocabulary-wide row is the
+ * largest tensor of a language model's step). */
 typedef struct ce_job {
   const double *dy, *logits;
+  const float *flogits; /* f32 logits, or NULL */
   const raf_tensor *labels;
   double *dx;
+  float *fdx; /* f32 result, or NULL */
   int64_t classes, ignore;
   double scale; /* dy / count for "mean", dy for "sum"; unused for "none" */
   bool none;
+  atomic_bool out_of_memory;
 } ce_job;
 
+#define CE_GRAD_ROW(X, DX)                                                     \
+  do {                                                                         \
+    double top = -INFINITY, total = 0;                                         \
+    for (int64_t c = 0; c < C; c++)                                            \
+      if ((double)X[c] > top || isnan(X[c]))                                   \
+        top = X[c];                                                            \
+    for (int64_t c = 0; c < C; c++)                                            \
+      total += e[c] = exp((double)X[c] - top);                                 \
+    for (int64_t c = 0; c < C; c++)                                            \
+      DX[c] = (e[c] / total - (c == label)) * g;                               \
+  } while (0)
+
 static void ce_grad_rows(void *data, int64_t begin, int64_t end) {
-  const ce_job *j = data;
+  ce_job *j = data;
   const int64_t C = j->classes;
+  double *e = malloc((size_t)(C + 1) * sizeof *e);
+  if (!e) {
+    atomic_store(&j->out_of_memory, true);
+    return;
+  }
   for (int64_t r = begin; r < end; r++) {
     int64_t label = raf_elem_get_i64(j->labels->type->dtype, j->labels->data,
                                      r);
-    const double *x = j->logits + r * C;
-    double *dx = j->dx + r * C;
     if (label == j->ignore) {
-      for (int64_t c = 0; c < C; c++)
-        dx[c] = 0;
+      for (int64_t c = 0; c < C; c++) {
+        if (j->fdx)
+          j->fdx[r * C + c] = 0;
+        else
+          j->dx[r * C + c] = 0;
+      }
       continue;
     }
-    double top = -INFINITY, total = 0, g = j->none ? j->dy[r] : j->scale;
-    for (int64_t c = 0; c < C; c++)
-      if (x[c] > top || isnan(x[c]))
-        top = x[c];
-    for (int64_t c = 0; c < C; c++)
-      total += exp(x[c] - top);
-    for (int64_t c = 0; c < C; c++)
-      dx[c] = (exp(x[c] - top) / total - (c == label)) * g;
+    double g = j->none ? j->dy[r] : j->scale;
+    if (j->flogits) {
+      const float *x = j->flogits + r * C;
+      float *dx = j->fdx + r * C;
+      CE_GRAD_ROW(x, dx);
+    } else {
+      const double *x = j->logits + r * C;
+      double *dx = j->dx + r * C;
+      CE_GRAD_ROW(x, dx);
+    }
   }
+  free(e);
 }
 
 raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
@@ -364,6 +443,7 @@ raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
               .classes = lt->dims[lt->rank - 1],
               .ignore = raf_stmt_attr_int(k->stmt, "ignore_index"),
               .none = strcmp(red, "none") == 0};
+  atomic_init(&j.out_of_memory, false);
   int64_t rows = labels->type->numel, counted = 0;
   for (int64_t r = 0; r < rows; r++) {
     int64_t label = raf_elem_get_i64(labels->type->dtype, labels->data, r);
@@ -375,11 +455,18 @@ raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
                              (long long)r, (long long)j.classes);
     counted++;
   }
-  buffers b;
-  const double *in[2];
-  double *out[1];
-  if (!setup(k, &b, in, 2, out, false))
+  buffers b = {.n = 0};
+  const double *in[2] = {NULL, NULL};
+  double *out[1] = {NULL};
+  bool f32 = lt->dtype == RAF_F32 && k->out[0]->type->dtype == RAF_F32;
+  if (f32) {
+    if (!(in[0] = in_f64(k, &b, k->in[0])))
+      return RAF_ERROR;
+    j.flogits = k->in[1]->data;
+    j.fdx = k->out[0]->data;
+  } else if (!setup(k, &b, in, 2, out, false)) {
     return RAF_ERROR;
+  }
   j.dy = in[0];
   j.logits = in[1];
   j.dx = out[0];
@@ -387,7 +474,14 @@ raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k) {
     j.scale = strcmp(red, "mean") == 0 ? in[0][0] / (double)counted
                                        : in[0][0];
   raf_kernel_parallel(k, rows, raf_cpuref_grain(CHUNK_WORK, 3 * j.classes), ce_grad_rows, &j);
-  finish(k, &b, out);
+  if (atomic_load(&j.out_of_memory)) {
+    buffers_free(&b);
+    return raf_kernel_fail(k, "out of memory for a row of exponentials");
+  }
+  if (f32)
+    buffers_free(&b);
+  else
+    finish(k, &b, out);
   return RAF_OK;
 }
 
