@@ -14,8 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Sizes saturate at 2^52 bytes (4 PiB, beyond any machine): a type may
+ * hold up to 2^63 - 1 elements, and the sums of a plan must not overflow
+ * (2^11 saturated values still fit in int64); such a plan is never run,
+ * since its allocation fails first. */
+#define HUGE_BYTES ((int64_t)1 << 52)
+
 int64_t raf_mem_bytes(const raf_type *t) {
-  return t->numel * raf_dtype_size(t->dtype);
+  int64_t size = raf_dtype_size(t->dtype);
+  return t->numel > HUGE_BYTES / size ? HUGE_BYTES : t->numel * size;
 }
 
 int64_t raf_mem_aligned(int64_t bytes) {
