@@ -213,6 +213,9 @@ static void fill_info(const cg_plan *p, raf_cg_info *info) {
    * the pool, small enough to spread; a function of the shapes only. */
   int64_t per_row = p->cols * (p->nstmts + 1);
   info->grain = per_row >= (1 << 16) ? 1 : (1 << 16) / (per_row + 1) + 1;
+  int tile = cg_plan_tile(p); /* whole tiles of rows per range */
+  if (tile)
+    info->grain = (info->grain + tile - 1) / tile * tile;
   info->nchecks = p->nchecks;
   for (int i = 0; i < p->nchecks; i++)
     info->checks[i] = (raf_cg_label_check){

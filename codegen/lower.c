@@ -12,6 +12,13 @@
  *     for (inner dims...) store the full results;
  *   }
  *
+ * A kernel whose rows are columns (cg_plan_tile) walks whole tiles of
+ * CG_TILE rows first (emit_tiles): the inner dims' loops outside, the
+ * tile's rows inside with an accumulator each, the full results that read
+ * no row op in that pass, then the rows' results, then the full results
+ * that read them; the rows left over take the loop above. Its float sums
+ * add in order (strict_sums), so every row gets cpu-ref's bits.
+ *
  * Values are evaluated on demand at the current point of the iteration
  * space (the indices in e->idx), each use under its map (plan.h), and
  * remembered per (value, map) in a stack of scopes that follows the loop
@@ -353,44 +360,66 @@ static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
   return acc_load(e, a, e->f64);
 }
 
-/* sum, mean, max, min over the row. */
-static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
-  const raf_value *x = s->operands[0].value;
-  raf_dtype dt = x->type->dtype, rt = s->results[0]->type->dtype;
+/* sum, mean, max, min: the accumulator's type and first value. */
+static LLVMValueRef reduce_init(cg_emitter *e, const raf_stmt *s,
+                                LLVMTypeRef *type) {
+  raf_dtype dt = s->operands[0].value->type->dtype;
   bool fl = raf_dtype_is_float(dt);
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   bool min = s->op == RAF_OP_MIN;
-  LLVMTypeRef t = fl && sum ? e->f64 : cg_compute_type(e, dt);
-  LLVMValueRef init;
+  LLVMTypeRef t = *type = fl && sum ? e->f64 : cg_compute_type(e, dt);
   if (fl)
-    init = LLVMConstReal(t, sum ? 0 : min ? 1.0 / 0.0 : -1.0 / 0.0);
-  else if (sum)
-    init = LLVMConstInt(t, 0, false);
-  else if (dt == RAF_U8)
-    init = LLVMConstInt(t, min ? 255 : 0, false);
-  else { /* INT_MAX or INT_MIN of the width */
-    uint64_t top = 1ull << (LLVMGetIntTypeWidth(t) - 1);
-    init = LLVMConstInt(t, min ? top - 1 : top, false);
-  }
-  LLVMValueRef a = alloca_init(e, init);
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
-  LLVMValueRef acc = acc_load(e, a, t), next;
+    return LLVMConstReal(t, sum ? 0 : min ? 1.0 / 0.0 : -1.0 / 0.0);
+  if (sum)
+    return LLVMConstInt(t, 0, false);
+  if (dt == RAF_U8)
+    return LLVMConstInt(t, min ? 255 : 0, false);
+  /* INT_MAX or INT_MIN of the width */
+  uint64_t top = 1ull << (LLVMGetIntTypeWidth(t) - 1);
+  return LLVMConstInt(t, min ? top - 1 : top, false);
+}
+
+/* The accumulator after element v. Float sums add in double, reassociated
+ * (so that a row's loop vectorizes) unless e->strict_sums (a column tile's
+ * rows, each in its own lane, add in ascending order). */
+static LLVMValueRef reduce_step(cg_emitter *e, const raf_stmt *s,
+                                LLVMValueRef acc, LLVMValueRef v) {
+  raf_dtype dt = s->operands[0].value->type->dtype;
+  bool fl = raf_dtype_is_float(dt);
+  bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   if (sum && fl)
-    next = cg_fadd_reassoc(e, acc, cg_to_f64(e, v));
-  else if (sum)
-    next = LLVMBuildAdd(e->B, acc, v, "");
-  else
-    next = cg_max(e, dt, acc, v, min);
-  LLVMBuildStore(e->B, next, a);
-  nest_close(e, &N);
-  LLVMValueRef r = acc_load(e, a, t);
+    return e->strict_sums ? LLVMBuildFAdd(e->B, acc, cg_to_f64(e, v), "")
+                          : cg_fadd_reassoc(e, acc, cg_to_f64(e, v));
+  if (sum)
+    return LLVMBuildAdd(e->B, acc, v, "");
+  return cg_max(e, dt, acc, v, s->op == RAF_OP_MIN);
+}
+
+/* The row's result from its accumulator. */
+static LLVMValueRef reduce_finish(cg_emitter *e, const raf_stmt *s,
+                                  LLVMValueRef r) {
+  raf_dtype dt = s->operands[0].value->type->dtype,
+            rt = s->results[0]->type->dtype;
+  bool fl = raf_dtype_is_float(dt);
+  bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   if (s->op == RAF_OP_MEAN) /* NaN for no elements, as 0 / 0 */
     r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
   if (fl && sum)
     r = cg_from_f64(e, r, cg_work_dtype(rt));
   return cg_round(e, rt, r);
+}
+
+/* sum, mean, max, min over the row. */
+static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
+  const raf_value *x = s->operands[0].value;
+  LLVMTypeRef t;
+  LLVMValueRef a = alloca_init(e, reduce_init(e, s, &t));
+  nest N;
+  nest_open(e, &N);
+  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  LLVMBuildStore(e->B, reduce_step(e, s, acc_load(e, a, t), v), a);
+  nest_close(e, &N);
+  return reduce_finish(e, s, acc_load(e, a, t));
 }
 
 static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
@@ -681,6 +710,160 @@ static void store_part(cg_emitter *e, int i) {
   LLVMPositionBuilderAtEnd(e->B, next);
 }
 
+/* ---- Column tiles (cg_plan_tile) ------------------------------------------ */
+
+/* Whether v's value depends on a row op's result: the statements of the
+ * function in order, each marked when it is a row op or reads a marked
+ * value. */
+static bool reads_rowop(const raf_func *f, const raf_value *v) {
+  const raf_value *stack[64], **marked = stack;
+  int n = 0, cap = 64;
+  bool found = false;
+  for (const raf_stmt *s = f->first; s && !found; s = s->next) {
+    bool mark = cg_is_rowop(s);
+    for (int i = 0; !mark && i < s->noperands; i++)
+      for (int j = 0; !mark && j < n; j++)
+        mark = marked[j] == s->operands[i].value;
+    if (!mark)
+      continue;
+    for (int r = 0; r < s->nresults; r++) {
+      found |= s->results[r] == v;
+      if (n == cap) {
+        const raf_value **m = malloc(sizeof *m * (size_t)cap * 2);
+        if (!m)
+          break; /* treated as read: the second pass stores it */
+        memcpy(m, marked, sizeof *m * (size_t)n);
+        if (marked != stack)
+          free(marked);
+        marked = m;
+        cap *= 2;
+      }
+      marked[n++] = s->results[r];
+    }
+  }
+  if (marked != stack)
+    free(marked);
+  return found;
+}
+
+/* An element of a [CG_TILE x t] array. */
+static LLVMValueRef lane_ptr(cg_emitter *e, LLVMValueRef arr, LLVMTypeRef t,
+                             LLVMValueRef lane) {
+  LLVMValueRef at[2] = {i64c(e, 0), lane};
+  return LLVMBuildInBoundsGEP2(e->B, LLVMArrayType2(t, CG_TILE), arr, at, 2,
+                               "");
+}
+
+/* Opens the loop over the tile's rows r0 + lane: leaves the builder in its
+ * body with the outer index set. */
+static LLVMValueRef lane_open(cg_emitter *e, loop *L, LLVMValueRef r0) {
+  LLVMValueRef lane = loop_open(e, L, i64c(e, 0), i64c(e, CG_TILE),
+                                i64c(e, 1));
+  e->idx[0] = e->row = LLVMBuildNSWAdd(e->B, r0, lane, "");
+  return lane;
+}
+
+/* The row ops' results of lane `lane` from the accumulators, remembered
+ * for the reads that follow. */
+static void lane_results(cg_emitter *e, LLVMValueRef *acc, LLVMTypeRef *t,
+                         LLVMValueRef lane) {
+  const cg_plan *p = e->p;
+  for (int k = 0; k < p->nrowops; k++) {
+    const raf_stmt *s = p->rowops[k];
+    LLVMValueRef a = LLVMBuildLoad2(e->B, t[k], lane_ptr(e, acc[k], t[k], lane),
+                                    "");
+    cg_map m;
+    cg_map_row(p, s->results[0]->type, &m);
+    memo_put(e, s->results[0], m, reduce_finish(e, s, a));
+  }
+}
+
+/* Rows [from, to), a whole number of tiles: for each tile, the reduced
+ * dims' loops outside and the tile's rows inside, accumulating each row
+ * in its lane and storing the full results that need no row op's result;
+ * then the rows' results, and the full results that read them. */
+static void emit_tiles(cg_emitter *e, LLVMValueRef from, LLVMValueRef to) {
+  const cg_plan *p = e->p;
+  int n = p->nrowops;
+  LLVMValueRef acc[CG_MAX_BUFS];
+  LLVMTypeRef t[CG_MAX_BUFS];
+  bool later[CG_MAX_BUFS], any_later = false;
+  if (n > CG_MAX_BUFS || p->nout > CG_MAX_BUFS) {
+    cg_fail(e, "internal: too many row ops for a tile");
+    return;
+  }
+  for (int i = 0; i < p->nout; i++) {
+    cg_out_class c = p->out[i].cls;
+    later[i] = (c == CG_OUT_FULL || c == CG_OUT_PART) &&
+               reads_rowop(p->f, p->out[i].value);
+    any_later |= later[i];
+  }
+  LLVMValueRef init[CG_MAX_BUFS];
+  for (int k = 0; k < n; k++) {
+    init[k] = reduce_init(e, p->rowops[k], &t[k]);
+    acc[k] = LLVMBuildAlloca(e->A, LLVMArrayType2(t[k], CG_TILE), "tile");
+  }
+  loop tiles, L;
+  LLVMValueRef r0 = loop_open(e, &tiles, from, to, i64c(e, CG_TILE));
+  int mark = e->nmemo;
+  LLVMValueRef lane = lane_open(e, &L, r0);
+  for (int k = 0; k < n; k++)
+    LLVMBuildStore(e->B, init[k], lane_ptr(e, acc[k], t[k], lane));
+  loop_close(e, &L);
+  /* Pass 1: accumulate; store what reads no row op's result. */
+  nest N;
+  nest_open(e, &N);
+  lane = lane_open(e, &L, r0);
+  int inner = e->nmemo;
+  for (int k = 0; k < n; k++) {
+    const raf_stmt *s = p->rowops[k];
+    const raf_value *x = s->operands[0].value;
+    LLVMValueRef ptr = lane_ptr(e, acc[k], t[k], lane);
+    LLVMValueRef v = eval(e, x, cg_map_identity(p, x->type));
+    LLVMBuildStore(
+        e->B, reduce_step(e, s, LLVMBuildLoad2(e->B, t[k], ptr, ""), v), ptr);
+  }
+  for (int i = 0; i < p->nout; i++)
+    if (p->out[i].cls == CG_OUT_FULL && !later[i])
+      store_output(e, i);
+  for (int i = 0; i < p->nout; i++)
+    if (p->out[i].cls == CG_OUT_PART && !later[i])
+      store_part(e, i);
+  e->nmemo = inner;
+  loop_close(e, &L);
+  e->idx[0] = NULL;
+  nest_close(e, &N);
+  /* The rows' results. */
+  lane = lane_open(e, &L, r0);
+  lane_results(e, acc, t, lane);
+  for (int i = 0; i < p->nout; i++)
+    if (p->out[i].cls == CG_OUT_ROW)
+      store_output(e, i);
+  e->nmemo = mark;
+  loop_close(e, &L);
+  /* Pass 2: the full results that read them. */
+  if (any_later) {
+    nest_open(e, &N);
+    lane = lane_open(e, &L, r0);
+    inner = e->nmemo;
+    lane_results(e, acc, t, lane);
+    for (int i = 0; i < p->nout; i++)
+      if (p->out[i].cls == CG_OUT_FULL && later[i])
+        store_output(e, i);
+    for (int i = 0; i < p->nout; i++)
+      if (p->out[i].cls == CG_OUT_PART && later[i])
+        store_part(e, i);
+    e->nmemo = inner;
+    loop_close(e, &L);
+    e->idx[0] = NULL;
+    nest_close(e, &N);
+  }
+  e->nmemo = mark;
+  e->idx[0] = NULL;
+  e->row = NULL;
+  loop_close(e, &tiles);
+}
+
 /* The body over rows [from, to) stepping by step; `first` says whether
  * this call (or thread) owns the uniform results. */
 static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
@@ -708,6 +891,19 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
     if (p->rowops[k]->op == RAF_OP_CROSS_ENTROPY_GRAD &&
         strcmp(raf_stmt_attr_str(p->rowops[k], "reduction"), "mean") == 0)
       e->aux[k].count = count_labels(e, p->rowops[k]);
+  if (e->target == CG_HOST && cg_plan_tile(p)) {
+    /* Whole tiles first (the runtime's ranges are whole tiles, but for
+     * the last), then the rows left, each adding in ascending order as
+     * the tiles' lanes do. */
+    LLVMValueRef n = LLVMBuildNSWSub(e->B, to, from, "");
+    LLVMValueRef whole = LLVMBuildNSWMul(
+        e->B, LLVMBuildSDiv(e->B, n, i64c(e, CG_TILE), ""),
+        i64c(e, CG_TILE), "");
+    LLVMValueRef mid = LLVMBuildNSWAdd(e->B, from, whole, "");
+    e->strict_sums = true;
+    emit_tiles(e, from, mid);
+    from = mid;
+  }
   loop rows;
   LLVMValueRef r = loop_open(e, &rows, from, to, step);
   e->row = r;

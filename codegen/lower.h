@@ -56,6 +56,7 @@ typedef struct cg_emitter {
   cg_memo *memo;
   int nmemo, capmemo;
   cg_aux *aux; /* per row op */
+  bool strict_sums; /* float sums add in order, never reassociated */
   const raf_stmt **consts;
   LLVMValueRef *const_globals;
   int nconsts;

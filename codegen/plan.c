@@ -152,6 +152,22 @@ bool cg_is_total(const raf_stmt *s) {
          strcmp(raf_stmt_attr_str(s, "reduction"), "none") != 0;
 }
 
+int cg_plan_tile(const cg_plan *p) {
+  if (!p->has_rowops || p->ntotals || p->nchecks || p->ncouter != 1 ||
+      p->ncdims < 2 || p->rows < 2 * CG_TILE)
+    return 0;
+  for (int c = 1; c < p->ncdims; c++) /* the outer dim is the innermost */
+    if (p->cdims[c].last > p->cdims[0].last)
+      return 0;
+  for (int k = 0; k < p->nrowops; k++) {
+    raf_opcode op = p->rowops[k]->op;
+    if (op != RAF_OP_SUM && op != RAF_OP_MEAN && op != RAF_OP_MAX &&
+        op != RAF_OP_MIN)
+      return 0;
+  }
+  return CG_TILE;
+}
+
 bool cg_is_rowop(const raf_stmt *s) {
   switch (s->op) {
   case RAF_OP_SUM:

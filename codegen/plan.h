@@ -116,6 +116,17 @@ typedef struct cg_plan {
   cg_label_check checks[CG_MAX_CHECKS];
 } cg_plan;
 
+/* Rows a kernel walks together (a column tile), or 0. A kernel whose rows
+ * are columns, that is whose only row ops are sum, mean, max and min over
+ * dims that come before its one outer dim (sum(x, axes = [0]) of a
+ * matrix: a bias's gradient), would read one element per cache line and
+ * per page walking a row; on the host it walks CG_TILE adjacent rows at
+ * once instead, the reduced dims outside, each row's accumulator in its
+ * own lane (so each row still adds its elements in ascending order), and
+ * its parallel ranges are multiples of CG_TILE rows. */
+#define CG_TILE 16
+int cg_plan_tile(const cg_plan *p);
+
 /* Analyses f. On success fills *p (free with cg_plan_free) and returns
  * true; else writes why into why (size bytes) and returns false. */
 bool cg_plan_make(const raf_func *f, cg_plan *p, char *why, size_t size);

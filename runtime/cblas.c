@@ -295,12 +295,12 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   gemm_ld(&g, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
-RAF_VEC_FN static void exp_shifted(float *x, int64_t n, float top) {
+RAF_VEC_LOOP static void exp_shifted(float *x, int64_t n, float top) {
   for (int64_t e = 0; e < n; e++)
     x[e] = raf_vexpf(x[e] - top);
 }
 
-RAF_VEC_FN static void scale_row(float *x, int64_t n, float by) {
+RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
   for (int64_t e = 0; e < n; e++)
     x[e] *= by;
 }
@@ -483,7 +483,7 @@ typedef struct ce_job {
  * cpu-ref). Eight partial maxima: the max of floats is exact, so the order
  * does not matter but for the sign of a zero maximum, which no result
  * sees. */
-static float row_max(const float *x, int64_t n) {
+RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
   float m[8];
   bool nan = false;
   for (int l = 0; l < 8; l++)
@@ -507,7 +507,7 @@ static float row_max(const float *x, int64_t n) {
 
 /* e[c] = exp(x[c] - top) for c < n, and their sum in double: eight partial
  * sums over c mod 8 added in a fixed order, so the same bits every time. */
-RAF_VEC_FN static double exp_sum(const float *x, float *e, int64_t n,
+RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
                                  float top) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) {
@@ -547,7 +547,7 @@ static void ce_rows(void *data, int64_t begin, int64_t end) {
   }
 }
 
-RAF_VEC_FN static void scale_into(float *x, int64_t n, float by) {
+RAF_VEC_LOOP static void scale_into(float *x, int64_t n, float by) {
   for (int64_t c = 0; c < n; c++)
     x[c] *= by;
 }

@@ -18,12 +18,22 @@
 
 /* GCC if-converts (and so vectorizes) the selects below only where
  * comparisons may not trap; the results are the same. A loop that should
- * vectorize over raf_vexpf carries RAF_VEC_FN too (GCC inlines only
- * between functions of the same options). */
+ * vectorize over raf_vexpf carries RAF_VEC_LOOP, which also compiles it
+ * twice, for AVX2 (8 lanes; chosen at load time on a CPU that has it) and
+ * for the baseline (SSE2, 4 lanes). AVX2 without FMA: both versions do the
+ * same IEEE operations, so they give the same bits. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define RAF_VEC_FN __attribute__((optimize("no-trapping-math")))
+#if defined(__x86_64__)
+#define RAF_VEC_LOOP                                                           \
+  __attribute__((optimize("no-trapping-math"),                                \
+                 target_clones("avx2", "default")))
+#else
+#define RAF_VEC_LOOP RAF_VEC_FN
+#endif
 #else
 #define RAF_VEC_FN
+#define RAF_VEC_LOOP
 #endif
 
 RAF_VEC_FN static inline float raf_vexpf(float x) {

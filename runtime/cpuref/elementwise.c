@@ -62,10 +62,33 @@ void raf_cpuref_gather(const raf_tensor *x, const raf_type *out,
     rest /= out->dims[d];
     off += idx[d] * strides[d];
   }
-  for (int64_t i = 0; i < n; i++) {
-    raf_elem_convert(work, (char *)dst + i * wsize, dt,
-                     (const char *)x->data + off * size, 1);
-    for (int d = rank - 1; d >= 0; d--) { /* the odometer */
+  /* Runs along the last dim: contiguous (converted at once), broadcast
+   * (one element repeated) or strided. */
+  const int last = rank - 1;
+  const int64_t s = strides[last], len = out->dims[last];
+  for (int64_t i = 0; i < n;) {
+    int64_t run = len - idx[last] < n - i ? len - idx[last] : n - i;
+    const char *src = (const char *)x->data + off * size;
+    char *d = (char *)dst + i * wsize;
+    if (s == 1) {
+      raf_elem_convert(work, d, dt, src, run);
+    } else {
+      raf_elem_convert(work, d, dt, src, 1);
+      for (int64_t e = 1; e < run; e++) {
+        if (s == 0)
+          memcpy(d + e * wsize, d, (size_t)wsize);
+        else
+          raf_elem_convert(work, d + e * wsize, dt, src + e * s * size, 1);
+      }
+    }
+    i += run;
+    off += run * s;
+    idx[last] += run;
+    if (idx[last] < len)
+      continue;
+    off -= s * len; /* the odometer: carry into the outer dims */
+    idx[last] = 0;
+    for (int d = last - 1; d >= 0; d--) {
       off += strides[d];
       if (++idx[d] < out->dims[d])
         break;

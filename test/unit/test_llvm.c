@@ -9,6 +9,10 @@
  *     softmax, log_softmax, layer_norm) over trailing or leading axes, and
  *     consumers, some through reshapes that merge or split dims; equal to
  *     cpu-ref within the reassociation of double sums;
+ *   - column programs (reductions over the leading dims of at least 32
+ *     columns, which the lowering walks in tiles of columns): full results
+ *     with and without the reduction, and its consumers; with scalar libm
+ *     bit-identical to cpu-ref's, whole tiles and the columns left alike;
  *   - with the vectorised math (the default), results within a relative
  *     1e-3 of cpu-ref's (the chains amplify libmvec's few ulp), and
  *     bit-identical at 1 and 3 threads.
@@ -323,6 +327,47 @@ static char *row_program(raf_dtype dt) {
   return t.s;
 }
 
+/* A random column program (codegen's column tiles, plan.h cg_plan_tile):
+ * a reduction over the leading dims of x [R, C] (or [A, B, C] over
+ * [0, 1]) with at least 32 columns, a producer, a full result that does
+ * not read the reduction and one that does (broadcast along the reduced
+ * dims), and a consumer of the reduction per column. Each column adds its
+ * elements in ascending order, as cpu-ref: bit-identical with scalar
+ * libm. */
+static char *column_program(raf_dtype dt) {
+  bool three = rand_int(0, 2) == 0;
+  int64_t cols = rand_int(32, 200), A = rand_int(1, 4),
+          R = rand_int(1, three ? 40 : 150);
+  char F[64], C[64], K[64], RK[64];
+  int64_t d3[3] = {A, R, cols}, d2[2] = {R, cols}, k3[3] = {1, 1, cols};
+  type_text(F, sizeof F, dt, three ? 3 : 2, three ? d3 : d2);
+  type_text(C, sizeof C, dt, 1, &cols);
+  type_text(K, sizeof K, dt, three ? 3 : 2, three ? k3 : k3 + 1);
+  type_text(RK, sizeof RK, dt, 1, &cols);
+  static const char *const reds[] = {"sum", "mean", "max", "min"};
+  static const char *const pre[] = {"add", "mul", "sub", "maximum"};
+  static const char *const post[] = {"add", "mul", "sub", "div"};
+  const char *red = reds[rand_int(0, 3)], *p1 = pre[rand_int(0, 3)],
+             *p2 = post[rand_int(0, 3)];
+  const char *un = FLOAT_UNARY[rand_int(0, N(FLOAT_UNARY) - 2)];
+  const char *axes = three ? "[0, 1]" : "[0]";
+  text t = {0};
+  put(&t,
+      "func @main(%%x: %s, %%b: %s) -> (%s, %s, %s, %s) {\n"
+      "  %%r0, %%r1, %%r2, %%r3 = call @fused_0(%%x, %%b)\n"
+      "  return %%r0, %%r1, %%r2, %%r3\n}\n\n"
+      "func @fused_0(%%x: %s, %%b: %s) -> (%s, %s, %s, %s) {fused} {\n"
+      "  %%h = %s(%%x, %%b)\n  %%u = %s(%%h)\n"
+      "  %%s = %s(%%u) {axes = %s}\n"
+      "  %%k = %s(%%u) {axes = %s, keepdims}\n"
+      "  %%y = %s(%%h, %%k)\n  %%z = %s(%%s, %%b)\n"
+      "  return %%u, %%s, %%y, %%z\n}\n",
+      F, C, F, RK, F, RK, F, C, F, RK, F, RK, p1, un, red, axes, red, axes,
+      p2, p2);
+  (void)K;
+  return t.s;
+}
+
 /* ---- Comparing ------------------------------------------------------------ */
 
 /* Element i of a and b equal (bits, or both NaN), or close when tol > 0. */
@@ -448,6 +493,13 @@ int main(void) {
     taken += compiles(text);
     total++;
     check_program(text, rtol[i % 4], i % 4 == 0);
+    free(text);
+  }
+  for (int i = 0; i < 40; i++) {
+    char *text = column_program(fdts[i % 4]);
+    taken += compiles(text);
+    total++;
+    check_program(text, 0, i % 2 == 0);
     free(text);
   }
   /* The vectorised math. */
