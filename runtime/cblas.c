@@ -185,11 +185,12 @@ static void batched_gemm(const raf_kernel *k, gemm_call g, const void *a,
   j.g = g;
   /* Blocks of the larger of M and N, so that what each block packs again
    * (all of the other operand) is the smaller share; blocks of at least
-   * 256 rows or 512 columns (OpenBLAS's kernels slow down on narrower
-   * ones), but two blocks of at least 64 when that is all there is. */
+   * 512 rows or columns (narrower ones repack the other operand more often,
+   * and OpenBLAS's kernels slow down on narrow column blocks), but two
+   * blocks of at least 64 when that is all there is. */
   int64_t work = g.m * g.n * g.k;
   j.split_n = g.n > g.m;
-  int64_t dim = j.split_n ? g.n : g.m, least = j.split_n ? 512 : 256;
+  int64_t dim = j.split_n ? g.n : g.m, least = 512;
   int64_t want = work / TASK_WORK, most = dim / least;
   if (most < 2 && dim >= 128)
     most = 2;
@@ -267,6 +268,102 @@ static raf_status cblas_matmul(const raf_kernel *k) {
   return RAF_OK;
 }
 
+/* ---- Row helpers: vectorized (vmath.h), sums in a fixed order ----------- */
+
+/* Classes per chunk of a row's exponentials (on the stack). */
+enum { CE_CHUNK = 2048 };
+
+/* The row's maximum, or NaN when it holds one (then everything is NaN, as
+ * cpu-ref). Eight partial maxima: the max of floats is exact, so the order
+ * does not matter but for the sign of a zero maximum, which no result
+ * sees. */
+RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
+  float m[8];
+  bool nan = false;
+  for (int l = 0; l < 8; l++)
+    m[l] = -INFINITY;
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int l = 0; l < 8; l++) {
+      float v = x[c + l];
+      m[l] = v > m[l] ? v : m[l];
+      nan |= v != v;
+    }
+  for (; c < n; c++) {
+    m[0] = x[c] > m[0] ? x[c] : m[0];
+    nan |= x[c] != x[c];
+  }
+  float top = m[0];
+  for (int l = 1; l < 8; l++)
+    top = m[l] > top ? m[l] : top;
+  return nan ? NAN : top;
+}
+
+/* e[c] = exp(x[c] - top) for c < n, and their sum in double: eight partial
+ * sums over c mod 8 added in a fixed order, so the same bits every time. */
+RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
+                                 float top) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) {
+    int64_t w = min64(CE_CHUNK, n - e0);
+    float *out = e + e0;
+    const float *in = x + e0;
+    for (int64_t c = 0; c < w; c++)
+      out[c] = raf_vexpf(in[c] - top);
+    int64_t c = 0;
+    for (; c + 8 <= w; c += 8)
+      for (int l = 0; l < 8; l++)
+        acc[l] += (double)out[c + l];
+    for (; c < w; c++)
+      acc[c & 7] += (double)out[c];
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* e[c] = exp(x[c] - top) in place, and their sum as exp_sum's. */
+RAF_VEC_LOOP static double exp_sum_inplace(float *x, int64_t n, float top) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t c = 0; c < n; c++)
+    x[c] = raf_vexpf(x[c] - top);
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int l = 0; l < 8; l++)
+      acc[l] += (double)x[c + l];
+  for (; c < n; c++)
+    acc[c & 7] += (double)x[c];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* The sum of a[c] * b[c] in double, eight partial sums as exp_sum's. */
+RAF_VEC_LOOP static double dot_double(const float *a, const float *b,
+                                      int64_t n) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int l = 0; l < 8; l++)
+      acc[l] += (double)a[c + l] * (double)b[c + l];
+  for (; c < n; c++)
+    acc[c & 7] += (double)a[c] * (double)b[c];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* dS = P * (dP - dot) * scale over a row, in place of dP. */
+RAF_VEC_LOOP static void softmax_backward_row(float *d, const float *p,
+                                              int64_t n, float dot,
+                                              float scale) {
+  for (int64_t c = 0; c < n; c++)
+    d[c] = p[c] * (d[c] - dot) * scale;
+}
+
+/* x *= by over a row. */
+RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
+  for (int64_t e = 0; e < n; e++)
+    x[e] *= by;
+}
+
 /* ---- scaled_dot_product_attention and its gradient (f32) ------------------ */
 
 typedef struct att_job {
@@ -295,16 +392,6 @@ static void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
   gemm_ld(&g, a, lda, b, ldb, c, ldc, alpha, beta);
 }
 
-RAF_VEC_LOOP static void exp_shifted(float *x, int64_t n, float top) {
-  for (int64_t e = 0; e < n; e++)
-    x[e] = raf_vexpf(x[e] - top);
-}
-
-RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
-  for (int64_t e = 0; e < n; e++)
-    x[e] *= by;
-}
-
 /* The keys query row i sees. */
 static int64_t keys_of(const att_job *j, int64_t i) {
   return j->causal ? min64(j->lk, i + 1) : j->lk;
@@ -320,14 +407,10 @@ static void probabilities(const att_job *j, const float *q, const float *k,
   for (int64_t r = 0; r < rows; r++) {
     float *row = s + r * kmax;
     int64_t nk = keys_of(j, i0 + r);
-    float top = -INFINITY;
-    for (int64_t e = 0; e < nk; e++)
-      top = row[e] > top ? row[e] : top;
-    exp_shifted(row, nk, top);
-    double total = 0;
-    for (int64_t e = 0; e < nk; e++)
-      total += row[e];
-    scale_row(row, nk, (float)(1 / total));
+    if (nk > 0) {
+      double total = exp_sum_inplace(row, nk, row_max(row, nk));
+      scale_row(row, nk, (float)(1 / total));
+    }
     for (int64_t e = nk; e < kmax; e++)
       row[e] = 0;
   }
@@ -394,12 +477,8 @@ static void att_backward_items(void *data, int64_t begin, int64_t end) {
         const float *pr = p + r * kmax;
         float *dr = ds + r * kmax;
         int64_t nk = keys_of(j, i0 + r);
-        double dot = 0;
-        for (int64_t e = 0; e < nk; e++)
-          dot += (double)dr[e] * pr[e];
-        float fdot = (float)dot;
-        for (int64_t e = 0; e < nk; e++)
-          dr[e] = pr[e] * (dr[e] - fdot) * j->scale;
+        softmax_backward_row(dr, pr, nk, (float)dot_double(dr, pr, nk),
+                             j->scale);
         for (int64_t e = nk; e < kmax; e++)
           dr[e] = 0;
       }
@@ -466,9 +545,6 @@ static raf_status cblas_attention_grad(const raf_kernel *k) {
 
 /* ---- cross_entropy and its gradient (f32) -------------------------------- */
 
-/* Classes per chunk of a row's exponentials (on the stack). */
-enum { CE_CHUNK = 2048 };
-
 typedef struct ce_job {
   const float *x;
   const raf_tensor *labels;
@@ -478,54 +554,6 @@ typedef struct ce_job {
   double scale;       /* backward: the factor of every row otherwise */
   float *dx;
 } ce_job;
-
-/* The row's maximum, or NaN when it holds one (then everything is NaN, as
- * cpu-ref). Eight partial maxima: the max of floats is exact, so the order
- * does not matter but for the sign of a zero maximum, which no result
- * sees. */
-RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
-  float m[8];
-  bool nan = false;
-  for (int l = 0; l < 8; l++)
-    m[l] = -INFINITY;
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++) {
-      float v = x[c + l];
-      m[l] = v > m[l] ? v : m[l];
-      nan |= v != v;
-    }
-  for (; c < n; c++) {
-    m[0] = x[c] > m[0] ? x[c] : m[0];
-    nan |= x[c] != x[c];
-  }
-  float top = m[0];
-  for (int l = 1; l < 8; l++)
-    top = m[l] > top ? m[l] : top;
-  return nan ? NAN : top;
-}
-
-/* e[c] = exp(x[c] - top) for c < n, and their sum in double: eight partial
- * sums over c mod 8 added in a fixed order, so the same bits every time. */
-RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
-                                 float top) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) {
-    int64_t w = min64(CE_CHUNK, n - e0);
-    float *out = e + e0;
-    const float *in = x + e0;
-    for (int64_t c = 0; c < w; c++)
-      out[c] = raf_vexpf(in[c] - top);
-    int64_t c = 0;
-    for (; c + 8 <= w; c += 8)
-      for (int l = 0; l < 8; l++)
-        acc[l] += (double)out[c + l];
-    for (; c < w; c++)
-      acc[c & 7] += (double)out[c];
-  }
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
 
 static void ce_rows(void *data, int64_t begin, int64_t end) {
   const ce_job *j = data;
@@ -547,11 +575,6 @@ static void ce_rows(void *data, int64_t begin, int64_t end) {
   }
 }
 
-RAF_VEC_LOOP static void scale_into(float *x, int64_t n, float by) {
-  for (int64_t c = 0; c < n; c++)
-    x[c] *= by;
-}
-
 static void ce_grad_rows(void *data, int64_t begin, int64_t end) {
   const ce_job *j = data;
   const int64_t C = j->classes;
@@ -568,7 +591,7 @@ static void ce_grad_rows(void *data, int64_t begin, int64_t end) {
     float top = row_max(x, C);
     double total = exp_sum(x, dx, C, top);
     double p = (double)dx[label] / total;
-    scale_into(dx, C, (float)(g / total));
+    scale_row(dx, C, (float)(g / total));
     dx[label] = (float)((p - 1) * g);
   }
 }
