@@ -114,10 +114,13 @@ void raf_jit_destroy(raf_jit *j);
 
 /* The kernel of fused function f, compiled or found in the cache. false
  * when the lowering declines f (*declined set, why filled) or on an error
- * (reported to the JIT's context, at f). */
-bool raf_jit_compile(raf_jit *j, const raf_func *f, raf_cg_kernel *kernel,
-                     raf_cg_info *info, bool *declined, char *why,
-                     size_t size);
+ * (reported to the JIT's context, at f). inplace is NULL, or per result of
+ * f the argument whose buffer it is computed in (-1: its own buffer): the
+ * kernel is then passed the same buffer for both (see cg_lower in
+ * codegen/lower.h for the kernels that can). */
+bool raf_jit_compile(raf_jit *j, const raf_func *f, const int *inplace,
+                     raf_cg_kernel *kernel, raf_cg_info *info, bool *declined,
+                     char *why, size_t size);
 void raf_jit_get_stats(const raf_jit *j, raf_jit_stats *out);
 
 #endif

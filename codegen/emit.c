@@ -50,7 +50,7 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
       continue;
     }
     cg_options co = {ptx ? CG_NVPTX : CG_HOST,
-                     ptx ? 0 : cg_vec_isa(host.features)};
+                     ptx ? 0 : cg_vec_isa(host.features), NULL};
     if (!cg_lower(&p, M, &co, f->name, why, sizeof why)) {
       raf_diag_report(ctx, f->loc, RAF_SEV_ERROR, "emit: @%s: %s", f->name,
                       why);

@@ -234,9 +234,9 @@ bool raf_cg_supports(const raf_func *f, raf_cg_info *info, char *why,
   return true;
 }
 
-bool raf_jit_compile(raf_jit *j, const raf_func *f, raf_cg_kernel *out,
-                     raf_cg_info *info, bool *declined, char *why,
-                     size_t size) {
+bool raf_jit_compile(raf_jit *j, const raf_func *f, const int *inplace,
+                     raf_cg_kernel *out, raf_cg_info *info, bool *declined,
+                     char *why, size_t size) {
   double t0 = now_ms();
   *declined = false;
   memset(out, 0, sizeof *out);
@@ -250,8 +250,10 @@ bool raf_jit_compile(raf_jit *j, const raf_func *f, raf_cg_kernel *out,
   bool final = p.ntotals > 0;
   LLVMContextRef C = LLVMContextCreate();
   LLVMModuleRef M = LLVMModuleCreateWithNameInContext("raf", C);
-  cg_options co = {CG_HOST, j->vec_isa};
+  cg_options co = {CG_HOST, j->vec_isa, inplace};
   LLVMValueRef kernel = cg_lower(&p, M, &co, "raf_kernel", why, size);
+  if (!kernel && inplace)
+    *declined = true; /* the variant in place: its calls run unfused */
   cg_plan_free(&p);
   bool found = false;
   char *ir = NULL;

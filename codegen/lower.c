@@ -164,6 +164,28 @@ static LLVMValueRef const_global(cg_emitter *e, const raf_stmt *s) {
 
 static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m);
 
+/* The result that overwrites argument a (cg_options.inplace), or -1. */
+static int aliased(const cg_emitter *e, int a) {
+  for (int r = 0; e->inplace && r < e->p->nout; r++)
+    if (e->inplace[r] == a)
+      return r;
+  return -1;
+}
+
+/* At a point of the full results' nest: the arguments that results
+ * overwrite, loaded (and remembered) before any store. Any later read of
+ * them hits the memo at this map; one at another map fails (eval). */
+static void load_aliased(cg_emitter *e) {
+  for (int r = 0; e->inplace && r < e->p->nout; r++) {
+    if (e->inplace[r] < 0)
+      continue;
+    const raf_value *a = e->p->f->args[e->inplace[r]].value;
+    e->loading_aliased = true;
+    eval(e, a, e->p->out[r].map);
+    e->loading_aliased = false;
+  }
+}
+
 static LLVMValueRef operand(cg_emitter *e, const raf_stmt *s, int i,
                             cg_map m) {
   const raf_value *u = s->operands[i].value;
@@ -242,6 +264,9 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
   const raf_stmt *s = v->def;
   raf_dtype dt = v->type->dtype;
   if (!s) {
+    if (aliased(e, v->index) >= 0 && !e->loading_aliased)
+      cg_fail(e, "in place: argument %%%s is read before its point's loads "
+              "or at another point", v->name);
     r = cg_load(e, e->bufs[v->index], leaf_offset(e, v->type, m), dt);
   } else if (s->op == RAF_OP_CONSTANT) {
     if (!s->cdata->splat && v->type->numel > 1)
@@ -925,6 +950,7 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   if (full) {
     nest N;
     nest_open(e, &N);
+    load_aliased(e);
     for (int i = 0; i < p->nout; i++)
       if (p->out[i].cls == CG_OUT_FULL)
         store_output(e, i);
@@ -1071,6 +1097,10 @@ static LLVMValueRef body_fn(cg_emitter *e, const char *name, int nbufs,
   start_fn(e, f);
   for (int i = 0; i < nbufs; i++)
     e->bufs[i] = LLVMGetParam(f, (unsigned)i);
+  int nargs = e->p->f->nargs;
+  for (int r = 0; e->inplace && r < e->p->nout; r++)
+    if (e->inplace[r] >= 0)
+      e->bufs[nargs + r] = e->bufs[e->inplace[r]];
   return f;
 }
 
@@ -1086,6 +1116,14 @@ static LLVMValueRef thread_index(cg_emitter *e, LLVMValueRef *stride) {
       sreg(e, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
 }
 
+/* Whether inplace[r] also names the argument of an earlier result. */
+static bool aliased_twice(const int *inplace, int n, int r) {
+  for (int q = 0; q < n; q++)
+    if (q != r && inplace[q] == inplace[r])
+      return true;
+  return false;
+}
+
 LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
                       const char *name, char *why, size_t size) {
   const raf_func *f = p->f;
@@ -1094,9 +1132,22 @@ LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
     snprintf(why, size, "more than %d arguments and results", CG_MAX_BUFS);
     return NULL;
   }
+  for (int r = 0; o->inplace && r < p->nout; r++) {
+    int a = o->inplace[r];
+    if (a < 0)
+      continue;
+    if (a >= f->nargs || aliased_twice(o->inplace, p->nout, r) ||
+        p->has_rowops || p->out[r].cls != CG_OUT_FULL ||
+        f->args[a].value->type != p->out[r].value->type) {
+      snprintf(why, size, "result %d cannot be computed in place over "
+               "argument %d", r, a);
+      return NULL;
+    }
+  }
   cg_emitter e;
   memset(&e, 0, sizeof e);
   e.p = p;
+  e.inplace = o->inplace;
   e.target = o->target;
   e.vec_isa = o->target == CG_HOST ? o->vec_isa : 0;
   e.M = M;

@@ -26,6 +26,9 @@ typedef enum cg_target_kind { CG_HOST, CG_NVPTX } cg_target_kind;
 typedef struct cg_options {
   cg_target_kind target;
   char vec_isa;
+  /* NULL, or per result the argument whose buffer it overwrites (-1: its
+   * own): the kernel then takes the two as one buffer (cg_lower). */
+  const int *inplace;
 } cg_options;
 
 typedef struct cg_memo {
@@ -45,6 +48,8 @@ typedef struct cg_emitter {
   const cg_plan *p;
   cg_target_kind target;
   char vec_isa;
+  const int *inplace;    /* cg_options' */
+  bool loading_aliased; /* in load_aliased: its reads are the allowed ones */
   LLVMContextRef C;
   LLVMModuleRef M;
   LLVMBuilderRef B;
@@ -137,6 +142,12 @@ LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y);
  * With totals, also `name_final`, to run once after every row: host
  * void name_final(void *const *bufs), NVPTX a kernel of the same buffers
  * whose thread 0 does the work.
+ * With o->inplace, a result r given an argument a computes in a's buffer:
+ * the kernel reads and writes it through a's parameter (r's goes unused),
+ * so LLVM sees the true dependences and still vectorizes, and at each
+ * point it loads every such argument before it stores any result. Only a
+ * kernel with no row ops whose result r is stored at every point, and that
+ * reads a nowhere else, can (else NULL with the reason).
  * Returns the function, or NULL with the reason in why. */
 LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
                       const char *name, char *why, size_t size);

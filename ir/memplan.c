@@ -95,18 +95,11 @@ raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
 
 /* ---- What may run in place ----------------------------------------------- */
 
-bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
-  if (s->nresults != 1 || operand < 0 || operand >= s->noperands)
-    return false;
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  if (d && strcmp(d, "cpu-ref") != 0)
-    return false;
-  const raf_type *in = s->operands[operand].value->type,
-                 *out = s->results[0]->type;
-  switch (s->op) {
-  case RAF_OP_RESHAPE:
-  case RAF_OP_STOP_GRADIENT:
-    return raf_mem_bytes(in) == raf_mem_bytes(out);
+/* The ops whose cpu-ref kernels (and llvm lowerings) read each element of
+ * their operands before they write the same element of the result, and
+ * no other element: unary, binary, comparisons, where. */
+static bool elementwise_op(raf_opcode op) {
+  switch (op) {
   case RAF_OP_NEG: case RAF_OP_ABS: case RAF_OP_EXP: case RAF_OP_LOG:
   case RAF_OP_SQRT: case RAF_OP_RSQRT: case RAF_OP_TANH: case RAF_OP_SIGMOID:
   case RAF_OP_RELU: case RAF_OP_ERF: case RAF_OP_COS: case RAF_OP_SIN:
@@ -116,10 +109,23 @@ bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
   case RAF_OP_EQ: case RAF_OP_NE: case RAF_OP_LT: case RAF_OP_LE:
   case RAF_OP_GT: case RAF_OP_GE:
   case RAF_OP_WHERE:
-    return in == out;
+    return true;
   default:
     return false;
   }
+}
+
+bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
+  if (s->nresults != 1 || operand < 0 || operand >= s->noperands)
+    return false;
+  const char *d = raf_stmt_attr_str(s, "dialect");
+  if (d && strcmp(d, "cpu-ref") != 0)
+    return false;
+  const raf_type *in = s->operands[operand].value->type,
+                 *out = s->results[0]->type;
+  if (s->op == RAF_OP_RESHAPE || s->op == RAF_OP_STOP_GRADIENT)
+    return raf_mem_bytes(in) == raf_mem_bytes(out);
+  return elementwise_op(s->op) && in == out;
 }
 
 bool raf_mem_call_inplace(const raf_func *g, int arg, int result) {
@@ -150,6 +156,65 @@ bool raf_mem_call_inplace(const raf_func *g, int arg, int result) {
       after = true;
   }
   return true;
+}
+
+static bool same_shape(const raf_type *a, const raf_type *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d])
+      return false;
+  return true;
+}
+
+/* Whether t broadcasts to f's shape (NumPy rules, right-aligned). */
+static bool broadcasts_to(const raf_type *t, const raf_type *f) {
+  if (t->rank > f->rank)
+    return false;
+  for (int d = 1; d <= t->rank; d++)
+    if (t->dims[t->rank - d] != 1 &&
+        t->dims[t->rank - d] != f->dims[f->rank - d])
+      return false;
+  return true;
+}
+
+bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
+  if (!raf_mem_call_inplace(g, arg, result))
+    return false;
+  const raf_value *a = g->args[arg].value;
+  const raf_type *t = a->type;
+  for (int i = 0; i < g->nargs; i++)
+    if (!broadcasts_to(g->args[i].value->type, t))
+      return false;
+  /* The values computed from a, in statement order (a first). */
+  int n = 1, cap = 16;
+  const raf_value **from_a = malloc(sizeof *from_a * (size_t)cap);
+  bool ok = from_a != NULL;
+  if (ok)
+    from_a[0] = a;
+  for (raf_stmt *s = g->first; ok && s; s = s->next) {
+    if (s->op == RAF_OP_RETURN)
+      continue;
+    const raf_value *v = s->results[0];
+    bool reads_a = false;
+    for (int i = 0; i < s->noperands; i++)
+      for (int j = 0; j < n && !reads_a; j++)
+        reads_a = s->operands[i].value == from_a[j];
+    ok = (s->op == RAF_OP_CONSTANT || elementwise_op(s->op)) &&
+         broadcasts_to(v->type, t) && (!reads_a || same_shape(v->type, t));
+    if (ok && reads_a) {
+      if (n == cap) {
+        cap *= 2;
+        const raf_value **m = realloc(from_a, sizeof *m * (size_t)cap);
+        ok = m != NULL;
+        from_a = m ? m : from_a;
+      }
+      if (ok)
+        from_a[n++] = v;
+    }
+  }
+  free(from_a);
+  return ok;
 }
 
 bool raf_mem_is_called(const raf_func *f) {
@@ -481,17 +546,19 @@ static bool dispatched(const raf_module *m) {
 }
 
 /* Whether the executor runs the call at position k of p statement by
- * statement: it overwrites an operand (a compiled kernel may not be given
- * that), or it has no dialect, and either the module was dispatched or
- * no dialect compiles its callee (else raf-run's dispatch, with every
- * dialect enabled, will give it one). */
+ * statement: it overwrites an operand in a way no compiled kernel can
+ * (raf_mem_compiled_call_inplace), or it has no dialect, and either the
+ * module was dispatched or no dialect compiles its callee (else raf-run's
+ * dispatch, with every dialect enabled, will give it one). */
 static bool interpreted(const raf_mem_plan *p, int k, bool was_dispatched) {
   raf_stmt *s = p->stmt[k];
   if (s->op != RAF_OP_CALL)
     return false;
-  for (int r = 0; r < s->nresults; r++)
-    if (p->v[p->first[k] + r].inplace >= 0)
+  for (int r = 0; r < s->nresults; r++) {
+    int i = p->v[p->first[k] + r].inplace;
+    if (i >= 0 && !raf_mem_compiled_call_inplace(s->callee, i, r))
       return true;
+  }
   if (raf_attrs_find(&s->attrs, "dialect"))
     return false;
   for (int d = 0; !was_dispatched && d < RAF_DIALECT_COUNT; d++)

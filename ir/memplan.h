@@ -101,6 +101,17 @@ bool raf_mem_op_inplace(const raf_stmt *s, int operand);
  * at or before that statement, which reads it (if at all) as
  * raf_mem_op_inplace allows. */
 bool raf_mem_call_inplace(const raf_func *callee, int arg, int result);
+/* Whether a kernel compiled from callee (the llvm dialect) may write result
+ * `result` over argument `arg`: raf_mem_call_inplace holds, and callee is
+ * elementwise through and through: every statement a constant or an
+ * elementwise op (raf_mem_op_inplace's), every argument and value of a
+ * shape that broadcasts to the argument's (so that is the kernel's
+ * iteration space), and every value computed from the argument of its
+ * shape. Each point of such a kernel then reads the argument and writes
+ * the result at one index, and the lowering loads the argument there
+ * before it stores anything (codegen/lower.c). */
+bool raf_mem_compiled_call_inplace(const raf_func *callee, int arg,
+                                   int result);
 /* Whether a call statement of f's module names f. */
 bool raf_mem_is_called(const raf_func *f);
 

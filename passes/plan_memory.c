@@ -25,12 +25,14 @@
  *    writes the same element of the result (unary, binary, comparisons,
  *    where, with the result's type), or a copy (reshape, stop_gradient,
  *    which the executor then skips): raf_mem_op_inplace; or
- *  - the statement is a call of a {fused} function that runs statement
- *    by statement (no dialect annotation, and no dialect that compiles
- *    the callee, since a compiled kernel takes noalias buffers), that
- *    permits it: raf_mem_call_inplace (the argument is read no later than
- *    the statement that makes the result, and by it only elementwise), and
- *    the operand is passed once.
+ *  - the statement is a call of a {fused} function that permits it:
+ *    raf_mem_call_inplace (the argument is read no later than the
+ *    statement that makes the result, and by it only elementwise), and
+ *    the operand is passed once; when a dialect compiles the callee (or
+ *    dispatch may yet give it one), the callee must also be elementwise
+ *    through and through (raf_mem_compiled_call_inplace), so that its
+ *    kernel can be compiled with the two buffers as one (an AdamW update
+ *    over its param and moments).
  * Chains of such statements share one buffer.
  *
  * Donation (option donate=true). A result `{updates = %a}` of a function
@@ -264,14 +266,16 @@ static bool may_overwrite(const raf_mem_plan *p, int k, int r, int i) {
   raf_stmt *s = p->stmt[k];
   if (s->op != RAF_OP_CALL)
     return raf_mem_op_inplace(s, i);
-  if (raf_attrs_find(&s->attrs, "dialect") ||
-      !raf_mem_call_inplace(s->callee, i, r))
+  if (!raf_mem_call_inplace(s->callee, i, r))
     return false;
-  /* Nor one that dispatch may yet give a compiling dialect: that would
-   * run it statement by statement (exec.c), off its dialect's kernels. */
+  /* A call that a dialect compiles (or that dispatch may yet give one)
+   * runs in place only in the kernels the lowering can alias; another one
+   * would run statement by statement (exec.c), off its dialect's kernels. */
+  bool compiled = raf_attrs_find(&s->attrs, "dialect") != NULL;
   for (int d = 0; d < RAF_DIALECT_COUNT; d++)
-    if (raf_dialect_implements_call((raf_dialect)d, s->callee))
-      return false;
+    compiled |= raf_dialect_implements_call((raf_dialect)d, s->callee);
+  if (compiled && !raf_mem_compiled_call_inplace(s->callee, i, r))
+    return false;
   int uses = 0;
   for (int j = 0; j < s->noperands; j++)
     uses += s->operands[j].value == s->operands[i].value;

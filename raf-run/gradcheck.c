@@ -231,7 +231,7 @@ raf_status rr_gradcheck(raf_ctx *ctx, const raf_module *m, const raf_func *f,
   raf_pipeline_destroy(pl);
   raf_func *fg = rc == RAF_OK ? raf_module_find_func(g, f->name) : NULL;
   raf_func *gg = rc == RAF_OK ? raf_module_find_func(g, gname) : NULL;
-  raf_exec_options eo = {o->threads, false};
+  raf_exec_options eo = {.threads = o->threads};
   raf_exec *ex = fg && gg ? raf_exec_create(ctx, g, &eo) : NULL;
   raf_tensor **wide = calloc((size_t)f->nargs + 1, sizeof *wide);
   raf_tensor **res = gg ? calloc((size_t)gg->nresults + 1, sizeof *res) : NULL;

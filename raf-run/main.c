@@ -17,6 +17,7 @@
 #include "raf-run/checkpoint.h"
 #include "runtime/llvm.h"
 #include "raf-run/gradcheck.h"
+#include "raf-run/profile.h"
 #include "raf-run/values.h"
 #include "runtime/init.h"
 
@@ -47,6 +48,7 @@ typedef struct options {
   long steps;
   const char *log, *save, *load, *dialects;
   bool check_numerics, print_memory, print_jit_stats;
+  int profile_top; /* --profile[=N]: 0 off */
   bool gradcheck;
   rr_gradcheck_options grad;
   uint64_t seed;
@@ -77,6 +79,8 @@ static void usage(FILE *out) {
           "CPU)\n"
           "  --check-numerics           stop at the first NaN or Inf\n"
           "  --print-memory             report the peak tensor memory\n"
+          "  --profile[=N]              report kernel time by op and the N\n"
+          "                             costliest statements (default 20)\n"
           "  --print-jit-stats          report what the llvm dialect's JIT "
           "did\n"
           "  --gradcheck                check autodiff's gradients of the "
@@ -200,6 +204,12 @@ static int parse_args(int argc, char **argv, options *o) {
       o->check_numerics = true;
     } else if (strcmp(a, "--print-memory") == 0) {
       o->print_memory = true;
+    } else if (strcmp(a, "--profile") == 0) {
+      o->profile_top = 20;
+    } else if ((v = flag_value(a, "--profile"))) {
+      if (!parse_number_flag("--profile", v, 1, &d) || d > 1e6)
+        return 1;
+      o->profile_top = (int)d;
     } else if (strcmp(a, "--print-jit-stats") == 0) {
       o->print_jit_stats = true;
     } else if (strcmp(a, "--gradcheck") == 0) {
@@ -568,7 +578,9 @@ int main(int argc, char **argv) {
   }
   raf_module *m = load_module(ctx, &o);
   raf_func *f = m ? pick_function(ctx, m, o.function) : NULL;
-  raf_exec_options eo = {o.threads, o.check_numerics};
+  raf_exec_options eo = {.threads = o.threads,
+                         .check_numerics = o.check_numerics,
+                         .profile = o.profile_top > 0};
   raf_exec *ex = f ? raf_exec_create(ctx, m, &eo) : NULL;
   raf_tensor **args = NULL, **results = NULL;
   dataset ds[MAX_DATASETS];
@@ -600,6 +612,9 @@ int main(int argc, char **argv) {
     printf("peak tensor memory: %zu bytes\n", raf_exec_peak_bytes(ex));
   if (ex && o.print_jit_stats)
     raf_llvm_report(ex, stderr);
+  if (rc == RAF_OK && o.profile_top > 0 && !o.gradcheck &&
+      rr_profile_report(ex, stderr, o.profile_top) != RAF_OK)
+    rc = RAF_ERROR;
   raf_diag_render(ctx, stderr);
   for (int k = 0; k < o.ndatasets; k++)
     if (ds[k].arg >= 0)

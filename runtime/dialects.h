@@ -23,7 +23,10 @@ extern const raf_kernel_fn raf_llvm_kernels[RAF_OP_COUNT];
  *            fails raf_exec_create.
  *   bind     when the executor binds statement s to the dialect: the data
  *            its kernel gets as raf_kernel.bound. NULL declines s; a
- *            declined `call` runs its callee statement by statement.
+ *            declined `call` runs its callee statement by statement. A
+ *            call bound to data must be run correctly with the buffers its
+ *            `inplace` attribute (a memory plan's) shares between results
+ *            and operands.
  *   release  at raf_exec_destroy: frees the state. */
 typedef struct raf_dialect_hooks {
   raf_status (*prepare)(raf_exec *ex, raf_ctx *ctx, raf_module *m,

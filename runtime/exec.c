@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct step {
@@ -52,6 +53,7 @@ typedef struct step {
   struct plan *callee;  /* call */
   int *in, *out, *dies; /* slots */
   int ndies;
+  int64_t prof_ns, prof_runs; /* --profile: time in the kernel, and runs */
 } step;
 
 typedef struct plan {
@@ -208,6 +210,23 @@ void raf_exec_free(raf_exec *ex, raf_tensor *t) {
 size_t raf_exec_live_bytes(const raf_exec *ex) { return ex->live; }
 size_t raf_exec_peak_bytes(const raf_exec *ex) { return ex->peak; }
 int raf_exec_threads(const raf_exec *ex) { return raf_pool_threads(ex->pool); }
+
+int raf_exec_profile(const raf_exec *ex, raf_profile_entry **entries) {
+  int n = 0;
+  for (const plan *p = ex->plans; p; p = p->next)
+    for (int i = 0; i < p->nsteps; i++)
+      n += p->steps[i].prof_runs > 0;
+  *entries = calloc((size_t)n + 1, sizeof **entries);
+  if (!*entries)
+    return -1;
+  int k = 0;
+  for (const plan *p = ex->plans; p; p = p->next)
+    for (int i = 0; i < p->nsteps; i++)
+      if (p->steps[i].prof_runs > 0)
+        (*entries)[k++] = (raf_profile_entry){
+            p->steps[i].stmt, p->steps[i].prof_ns, p->steps[i].prof_runs};
+  return n;
+}
 
 /* ---- Planning ------------------------------------------------------------- */
 
@@ -505,6 +524,25 @@ static raf_status check_numerics(raf_exec *ex, const raf_stmt *s,
 static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
                            raf_tensor **results);
 
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A step's kernel, timed when profiling. Only kernels are timed: a call
+ * that runs its callee's plan is the sum of the callee's steps, which
+ * are timed themselves. */
+static raf_status run_kernel(raf_exec *ex, step *st, raf_kernel *k) {
+  if (!ex->opts.profile)
+    return st->kernel(k);
+  int64_t t0 = now_ns();
+  raf_status rc = st->kernel(k);
+  st->prof_ns += now_ns() - t0;
+  st->prof_runs++;
+  return rc;
+}
+
 static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
                                 raf_tensor **in, raf_tensor **out);
 
@@ -545,7 +583,7 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
       return RAF_ERROR;
   }
   raf_kernel k = {ex, s, s->noperands, s->nresults, in, out, st->bound};
-  if (st->kernel(&k) != RAF_OK)
+  if (run_kernel(ex, st, &k) != RAF_OK)
     return RAF_ERROR;
   if (ex->opts.check_numerics)
     return check_numerics(ex, s, out);
@@ -655,9 +693,9 @@ void raf_exec_donate(raf_func *f, raf_tensor *const *args,
  * In place: a kernel may get an operand and a result that share a buffer
  * (cpu-ref's elementwise kernels read an element before they write it); a
  * copy in place (reshape, stop_gradient) runs nothing; a call with a
- * result in place over an operand runs its callee statement by statement
- * even when a dialect compiled it (a compiled kernel takes its buffers as
- * noalias). */
+ * result in place over an operand runs the kernel its dialect bound for
+ * that (the llvm dialect compiles one that takes the pair as one buffer),
+ * else its callee statement by statement. */
 
 typedef struct mplan {
   raf_mem_plan mp;    /* the places, by slot (a slot is a value id) */
@@ -722,7 +760,10 @@ static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
     for (int r = 0; r < st->stmt->nresults; r++) {
       m->moves[k] |= mp->v[st->out[r]].staged;
       if (mp->v[st->out[r]].inplace >= 0) {
-        m->interp[k] = st->stmt->op == RAF_OP_CALL && st->kernel;
+        /* A dialect's bind hook bound a call only to a kernel that honours
+         * its `inplace` (runtime/dialects.h); one with no hook cannot. */
+        m->interp[k] =
+            st->stmt->op == RAF_OP_CALL && st->kernel && !st->bound;
         m->skip[k] = st->stmt->op == RAF_OP_RESHAPE ||
                      st->stmt->op == RAF_OP_STOP_GRADIENT;
       }
@@ -849,10 +890,11 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
       rc = call_into(ex, st, in, out);
     } else {
       raf_kernel kn = {ex, s, s->noperands, s->nresults, in, out, st->bound};
-      rc = st->kernel(&kn);
+      rc = run_kernel(ex, st, &kn);
     }
     if (rc == RAF_OK && ex->opts.check_numerics)
       rc = check_numerics(ex, s, out);
+    int64_t t0 = m->moves[k] && ex->opts.profile ? now_ns() : 0;
     for (int r = 0; rc == RAF_OK && m->moves[k] && r < s->nresults; r++) {
       const raf_mem_value *v = &mp->v[st->out[r]];
       if (!v->staged)
@@ -861,6 +903,8 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
       memcpy(args[v->index]->data, out[r]->data, out[r]->nbytes);
       out[r]->data = args[v->index]->data;
     }
+    if (t0) /* the statement's cost includes moving what it staged */
+      st->prof_ns += now_ns() - t0;
   }
   if (rc == RAF_OK && given) {
     /* An argument returned, or a value returned twice, is copied. */

@@ -26,7 +26,19 @@
 typedef struct raf_exec_options {
   int threads;         /* 0: one per online CPU */
   bool check_numerics; /* stop at the first NaN or Inf a statement makes */
+  bool profile;        /* time every kernel run (raf_exec_profile) */
 } raf_exec_options;
+
+/* One statement's kernel time, summed over the runs since the executor
+ * was made (options.profile). */
+typedef struct raf_profile_entry {
+  const raf_stmt *stmt;
+  int64_t ns, runs;
+} raf_profile_entry;
+
+/* The statements that ran a kernel, in plan order, in a new array (*entries,
+ * the caller frees it); their count, or -1 when out of memory. */
+int raf_exec_profile(const raf_exec *ex, raf_profile_entry **entries);
 
 /* An executor for m, which it borrows (m must outlive it). Reports unbound
  * statements (no dialect annotation, or a dialect with no kernel for the

@@ -5,7 +5,10 @@
  * = "llvm"}` of the module names is compiled once (or loaded from the
  * kernel cache, codegen/cache.h); one the lowering declines is remembered
  * with its reason, and its calls run statement by statement (bind declines
- * them). The JIT is made only when some call asks for it.
+ * them). The JIT is made only when some call asks for it. A call whose
+ * memory plan computes results over its operands (`inplace`, plan-memory's)
+ * gets a kernel of its own that takes each such pair as one buffer, or,
+ * when the lowering cannot alias them, runs statement by statement.
  *
  * The kernel of `call`: checks cross_entropy labels as cpu-ref does, then
  * runs the compiled kernel over its rows with raf_kernel_parallel, in
@@ -26,7 +29,8 @@
 
 typedef struct compiled {
   const raf_func *f;
-  bool ok; /* false: declined */
+  int *inplace; /* NULL, or per result of f the argument it overwrites */
+  bool ok;      /* false: declined */
   raf_cg_kernel k;
   raf_cg_info info;
   char why[256];
@@ -45,9 +49,35 @@ static bool wants_llvm(const raf_stmt *s) {
          raf_dialect_implements_call(RAF_DIALECT_LLVM, s->callee);
 }
 
-static compiled *find(llvm_state *st, const raf_func *f) {
+/* The statement's in-place results (the plan-memory pass's `inplace`
+ * attribute): a new array, per result the operand it overwrites or -1, or
+ * NULL when none does. *oom is set when out of memory. */
+static int *inplace_of(const raf_stmt *s, bool *oom) {
+  const raf_attr *a = raf_attrs_find(&s->attrs, "inplace");
+  *oom = false;
+  if (!a || a->kind != RAF_ATTR_INTS || a->val.u.ints.n != s->nresults)
+    return NULL;
+  bool any = false;
+  for (int r = 0; r < s->nresults; r++)
+    any |= a->val.u.ints.v[r] >= 0;
+  int *v = any ? malloc(sizeof *v * (size_t)s->nresults) : NULL;
+  *oom = any && !v;
+  for (int r = 0; v && r < s->nresults; r++)
+    v[r] = (int)a->val.u.ints.v[r];
+  return v;
+}
+
+static bool same_inplace(const int *a, const int *b, int n) {
+  if (!a || !b)
+    return a == b;
+  return memcmp(a, b, sizeof *a * (size_t)n) == 0;
+}
+
+/* The kernel of f with the buffers `inplace` shares, once compiled. */
+static compiled *find(llvm_state *st, const raf_func *f, const int *inplace) {
   for (int i = 0; i < st->n; i++)
-    if (st->funcs[i].f == f)
+    if (st->funcs[i].f == f &&
+        same_inplace(st->funcs[i].inplace, inplace, f->nresults))
       return &st->funcs[i];
   return NULL;
 }
@@ -55,6 +85,8 @@ static compiled *find(llvm_state *st, const raf_func *f) {
 static void release(void *state) {
   llvm_state *st = state;
   raf_jit_destroy(st->jit);
+  for (int i = 0; i < st->n; i++)
+    free(st->funcs[i].inplace);
   free(st->funcs);
   free(st);
 }
@@ -72,14 +104,24 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   raf_status rc = RAF_OK;
   for (raf_func *g = m->first; g; g = g->next)
     for (raf_stmt *s = g->first; s; s = s->next) {
-      if (!wants_llvm(s) || find(st, s->callee))
+      if (!wants_llvm(s))
         continue;
+      bool oom;
+      int *inplace = inplace_of(s, &oom);
+      if (find(st, s->callee, inplace) || oom) {
+        free(inplace);
+        if (!oom)
+          continue;
+        raf_diag_report(ctx, s->loc, RAF_SEV_ERROR, "llvm: out of memory");
+        return RAF_ERROR;
+      }
       if (!st->jit && !(st->jit = raf_jit_create(ctx)))
         return RAF_ERROR;
       if (st->n == st->cap) {
         int cap = st->cap ? 2 * st->cap : 16;
         compiled *c = realloc(st->funcs, sizeof *c * (size_t)cap);
         if (!c) {
+          free(inplace);
           raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                           "llvm: out of memory");
           return RAF_ERROR;
@@ -90,9 +132,10 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
       compiled *c = &st->funcs[st->n++];
       memset(c, 0, sizeof *c);
       c->f = s->callee;
+      c->inplace = inplace;
       bool declined;
-      c->ok = raf_jit_compile(st->jit, s->callee, &c->k, &c->info, &declined,
-                              c->why, sizeof c->why);
+      c->ok = raf_jit_compile(st->jit, s->callee, inplace, &c->k, &c->info,
+                              &declined, c->why, sizeof c->why);
       if (!c->ok && !declined)
         rc = RAF_ERROR;
     }
@@ -101,7 +144,12 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
 
 static const void *bind(void *state, const raf_stmt *s) {
   llvm_state *st = state;
-  compiled *c = st && s->op == RAF_OP_CALL ? find(st, s->callee) : NULL;
+  if (!st || s->op != RAF_OP_CALL)
+    return NULL;
+  bool oom;
+  int *inplace = inplace_of(s, &oom);
+  compiled *c = oom ? NULL : find(st, s->callee, inplace);
+  free(inplace);
   return c && c->ok ? c : NULL;
 }
 

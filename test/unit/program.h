@@ -150,4 +150,22 @@ static inline const char *dialect_of_first(const program *p) {
   return raf_stmt_attr_str(p->m->first->first, "dialect");
 }
 
+/* A kernel cache of the test's own (RAF_CACHE_DIR): dir is a mkdtemp
+ * template, filled in. false when it cannot be made. */
+static inline bool kernel_cache_open(char *dir) {
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "cannot make a kernel cache directory %s\n", dir);
+    return false;
+  }
+  setenv("RAF_CACHE_DIR", dir, 1);
+  return true;
+}
+
+static inline void kernel_cache_remove(const char *dir) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "could not remove %s\n", dir);
+}
+
 #endif

@@ -467,13 +467,76 @@ static bool compiles(const char *text) {
   return ok;
 }
 
+/* In place (raf_jit_compile's inplace): an update whose first result is
+ * computed in its param's buffer, while a later result still reads the
+ * param's old value, gives the bits of the kernel with separate buffers;
+ * a kernel with a row op is declined. */
+static void check_inplace(void) {
+  static const char text[] =
+      "func @up(%p: f32[1003], %g: f32[1003], %b: f32[1], %lr: f32[])\n"
+      "    -> (f32[1003], f32[1003]) {fused} {\n"
+      "  %s = mul(%g, %lr) : f32[1003]\n"
+      "  %n = sub(%p, %s) : f32[1003]\n"
+      "  %q = mul(%p, %p) : f32[1003]\n"
+      "  %r = add(%q, %b) : f32[1003]\n"
+      "  return %n, %r\n"
+      "}\n"
+      "func @row(%x: f32[8,16]) -> (f32[8,16]) {fused} {\n"
+      "  %y = softmax(%x) {axis = 1} : f32[8,16]\n"
+      "  return %y\n"
+      "}\n";
+  raf_ctx *ctx = raf_ctx_create();
+  raf_module *m = raf_parse_module(ctx, "inplace.raf", text, strlen(text), 1);
+  raf_jit *j = m && raf_verify_module(ctx, m) == RAF_OK ? raf_jit_create(ctx)
+                                                       : NULL;
+  CHECK(j != NULL);
+  if (!j) {
+    raf_diag_render(ctx, stderr);
+    raf_module_destroy(m);
+    raf_ctx_destroy(ctx);
+    return;
+  }
+  enum { N = 1003 };
+  static float p[N], p2[N], g[N], n[N], r[N], r2[N];
+  float b = 0.25f, lr = 0.125f;
+  for (int i = 0; i < N; i++) {
+    p[i] = p2[i] = (float)rand_unit();
+    g[i] = (float)rand_unit();
+  }
+  raf_cg_kernel k, kin;
+  raf_cg_info info, iin;
+  bool declined;
+  char why[256];
+  int over_p[] = {0, -1};
+  const raf_func *up = raf_module_find_func(m, "up");
+  bool ok = raf_jit_compile(j, up, NULL, &k, &info, &declined, why,
+                            sizeof why) &&
+            raf_jit_compile(j, up, over_p, &kin, &iin, &declined, why,
+                            sizeof why);
+  CHECK(ok);
+  if (ok) {
+    void *sep[] = {p, g, &b, &lr, n, r};
+    k.fn(sep, 0, info.rows);
+    void *same[] = {p2, g, &b, &lr, p2, r2}; /* %n over %p */
+    for (int64_t lo = 0; lo < iin.rows; lo += iin.grain)
+      kin.fn(same, lo, lo + iin.grain < iin.rows ? lo + iin.grain : iin.rows);
+    CHECK(memcmp(p2, n, sizeof n) == 0);
+    CHECK(memcmp(r2, r, sizeof r) == 0);
+  }
+  int over_x[] = {0};
+  CHECK(!raf_jit_compile(j, raf_module_find_func(m, "row"), over_x, &k, &info,
+                         &declined, why, sizeof why) &&
+        declined);
+  raf_jit_destroy(j);
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+}
+
 int main(void) {
   char dir[] = "/tmp/raf-test-llvm-XXXXXX";
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "test_llvm: cannot make a cache directory\n");
+  if (!kernel_cache_open(dir))
     return 1;
-  }
-  setenv("RAF_CACHE_DIR", dir, 1);
+  check_inplace();
   static const raf_dtype dts[] = {RAF_F32, RAF_F64, RAF_F16, RAF_BF16,
                                   RAF_I64, RAF_I32, RAF_I8,  RAF_U8};
   int total = 0, taken = 0;
@@ -511,10 +574,7 @@ int main(void) {
   }
   fprintf(stderr, "test_llvm: %d of %d programs compiled\n", taken, total);
   CHECK(taken >= total * 9 / 10);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "test_llvm: could not remove %s\n", dir);
+  kernel_cache_remove(dir);
   if (failures)
     fprintf(stderr, "test_llvm: %d failures\n", failures);
   return failures != 0;
