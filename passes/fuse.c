@@ -60,11 +60,20 @@
  * groups may merge only when no path leads from one to the other through
  * anything outside both, where "through" is taken in the contracted graph
  * (a path entering a third group may leave it from any of its members).
- * The check walks backward from the operands, and forward from the users,
- * of the smaller group, and only over statements between the two groups'
- * first and last positions (nothing outside that window lies on such a
- * path). A walk that visits more than 65536 statements gives up and the
- * merge is refused: refusing is always safe.
+ * So statement positions do not bound such a path: a group with members
+ * on both sides of another group's statements can be entered at its last
+ * member and left from its first, and a path through it goes back in
+ * program order. The pass keeps instead a topological order of the
+ * contracted graph, a rank per group (at first each statement's
+ * position), and a path between groups of ranks lo < hi only passes
+ * through groups ranked between them. A merge walks forward from the two
+ * groups and backward to them over that range: a walk that comes back
+ * into the pair means a cycle, and the merge is refused; otherwise the
+ * groups reached backward and forward take, in their own order, the
+ * lowest and the highest of the ranks involved, and the merged group one
+ * in between (Pearce and Kelly's reordering of a dynamic topological
+ * order, local to the range). A walk that visits more than 65536
+ * statements gives up and the merge is refused: refusing is always safe.
  *
  * What becomes a fused function. A group is kept when it has at least two
  * members that are not reshapes (a group of one statement, or one
@@ -125,8 +134,9 @@ typedef struct node {
   bool claimed; /* by a pattern */
   bool copied;  /* a constant copied into some group */
   bool pruned;  /* a reshape at the end of its group, left out */
-  /* At the root of a group: */
-  int head, tail, size, anchor, lo, hi;
+  /* At the root of a group (rank: its place in a topological order of
+   * the contracted graph, see the header): */
+  int head, tail, size, anchor, rank;
   int64_t dom_in, dom_out; /* D, D for loop groups; I, O with an anchor */
   bool sealed;
 } node;
@@ -155,8 +165,9 @@ typedef struct fuser {
   node *nd;
   int n;
   int64_t base; /* order of the first statement */
-  int *stack;
   int *tmp;
+  int *fwd, *bwd; /* the groups a merge's walks reach */
+  int64_t *keys;  /* for sorting groups by rank */
   unsigned stamp;
   bool failed;
 } fuser;
@@ -239,74 +250,145 @@ static int classify(const raf_stmt *s) {
 
 /* ---- Acyclicity ---------------------------------------------------------- */
 
-/* Pushes the group of statement k for a walk from S looking for L, unless
- * it is S, seen, or outside [lo, hi]; returns true when it is L. */
-static bool walk_visit(fuser *F, int k, int S, int L, int lo, int hi,
-                       unsigned st, int *sp) {
-  if (k < lo || k > hi)
-    return false;
-  int r = find(F->nd, k);
-  if (r == L)
-    return true;
-  if (r == S || F->nd[r].seen == st)
-    return false;
-  F->nd[r].seen = st;
-  F->stack[(*sp)++] = r;
+static bool in_list(const int *v, int n, int k) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == k)
+      return true;
   return false;
 }
 
-/* Whether a path leads from group S to group L, or from L to S, through
- * some statement in neither (in the graph with every group contracted).
- * See the header: walks from S's boundary, within the groups' window. */
-static bool would_cycle(fuser *F, int S, int L) {
+/* One step of walk() to statement k (-1: outside the function). False
+ * when the step comes back into the set from a group outside it. */
+static bool walk_step(fuser *F, int k, const int *set, int c, bool from_set,
+                      int lo, int hi, unsigned st, int *out, int *n) {
+  if (k < 0)
+    return true;
+  int r = find(F->nd, k);
+  if (in_list(set, c, r))
+    return from_set; /* an edge inside the set is no path around it */
+  node *g = &F->nd[r];
+  if (g->rank <= lo || g->rank >= hi || g->seen == st)
+    return true; /* outside the range no path between the set's groups */
+  g->seen = st;
+  out[(*n)++] = r;
+  return true;
+}
+
+/* Walks from the groups set[0..c) (roots, of ranks lo to hi) forward along
+ * uses (fwd) or backward along operands, through the groups ranked
+ * strictly between lo and hi, and lists those it reaches in out. Returns
+ * how many, or -1 when a path leaves the set and comes back into it (the
+ * set as one group would be on a cycle) or the walk is over budget. */
+static int walk(fuser *F, const int *set, int c, bool fwd, int lo, int hi,
+                int *out) {
   node *nd = F->nd;
-  int lo = nd[L].lo, hi = nd[L].hi;
+  unsigned st = new_stamp(F);
   long budget = WALK_BUDGET;
-  for (int dir = 0; dir < 2; dir++) { /* 0: backward to L, 1: forward */
-    unsigned st = new_stamp(F);
-    int sp = 0;
-    /* The first step leaves S; a direct edge between S and L is fine. */
-    for (int x = nd[S].head; x >= 0; x = nd[x].next) {
-      const raf_stmt *s = nd[x].s;
-      if (dir == 0) {
-        for (int i = 0; i < s->noperands; i++) {
-          int d = def_of(F, s->operands[i].value);
-          if (d >= 0 && find(nd, d) != L)
-            walk_visit(F, d, S, L, lo, F->n, st, &sp);
-        }
-      } else {
+  int n = 0;
+  for (int w = 0; w < c + n; w++) {
+    bool from_set = w < c;
+    int g = from_set ? set[w] : out[w - c];
+    /* Nothing in the range follows the last group or precedes the first. */
+    if (from_set && nd[g].rank == (fwd ? hi : lo))
+      continue;
+    for (int t = nd[g].head; t >= 0; t = nd[t].next) {
+      if (!from_set && --budget < 0)
+        return -1;
+      const raf_stmt *s = nd[t].s;
+      if (fwd) {
         for (int r = 0; r < s->nresults; r++)
-          for (raf_use *u = s->results[r]->uses; u; u = u->next) {
-            int k = index_of(F, u->user);
-            if (k >= 0 && find(nd, k) != L)
-              walk_visit(F, k, S, L, 0, hi, st, &sp);
-          }
-      }
-    }
-    while (sp) {
-      int g = F->stack[--sp];
-      for (int t = nd[g].head; t >= 0; t = nd[t].next) {
-        if (--budget < 0)
-          return true;
-        const raf_stmt *s = nd[t].s;
-        if (dir == 0) {
-          for (int i = 0; i < s->noperands; i++) {
-            int d = def_of(F, s->operands[i].value);
-            if (d >= 0 && walk_visit(F, d, S, L, lo, F->n, st, &sp))
-              return true;
-          }
-        } else {
-          for (int r = 0; r < s->nresults; r++)
-            for (raf_use *u = s->results[r]->uses; u; u = u->next) {
-              int k = index_of(F, u->user);
-              if (k >= 0 && walk_visit(F, k, S, L, 0, hi, st, &sp))
-                return true;
-            }
-        }
+          for (raf_use *u = s->results[r]->uses; u; u = u->next)
+            if (!walk_step(F, index_of(F, u->user), set, c, from_set, lo, hi,
+                           st, out, &n))
+              return -1;
+      } else {
+        for (int i = 0; i < s->noperands; i++)
+          if (!walk_step(F, def_of(F, s->operands[i].value), set, c,
+                         from_set, lo, hi, st, out, &n))
+            return -1;
       }
     }
   }
-  return false;
+  return n;
+}
+
+/* The walks for contracting the groups set[0..c) (roots): the groups in
+ * their rank range that reach the set (into bwd) and that it reaches (into
+ * fwd). False when the set cannot be one group: contracted, it would be
+ * on a cycle, or a walk went over budget. */
+static bool can_contract(fuser *F, const int *set, int c, int *nb, int *nf) {
+  int lo = F->nd[set[0]].rank, hi = lo;
+  for (int j = 1; j < c; j++) {
+    int r = F->nd[set[j]].rank;
+    lo = r < lo ? r : lo;
+    hi = r > hi ? r : hi;
+  }
+  *nf = walk(F, set, c, true, lo, hi, F->fwd);
+  *nb = *nf < 0 ? -1 : walk(F, set, c, false, lo, hi, F->bwd);
+  return *nb >= 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts the groups v[0..n) by rank (in F->keys) and gives them the ranks
+ * slots[0..n), in that order. */
+static void rerank(fuser *F, const int *v, int n, const int *slots) {
+  for (int i = 0; i < n; i++)
+    F->keys[i] = (int64_t)F->nd[v[i]].rank << 32 | v[i];
+  qsort(F->keys, (size_t)n, sizeof *F->keys, cmp_i64);
+  for (int i = 0; i < n; i++)
+    F->nd[(int)(F->keys[i] & 0xffffffff)].rank = slots[i];
+}
+
+/* Links groups a and b (roots), the bigger one staying the root. */
+static int join(fuser *F, int a, int b) {
+  node *nd = F->nd;
+  int r = nd[a].size >= nd[b].size ? a : b, o = r == a ? b : a;
+  nd[o].parent = r;
+  nd[nd[r].tail].next = nd[o].head;
+  nd[r].tail = nd[o].tail;
+  nd[r].size += nd[o].size;
+  if (nd[o].anchor >= 0) {
+    nd[r].anchor = nd[o].anchor;
+    nd[r].dom_in = nd[o].dom_in;
+    nd[r].dom_out = nd[o].dom_out;
+  }
+  nd[r].sealed = nd[r].sealed || nd[o].sealed;
+  return r;
+}
+
+/* Makes the groups set[0..c) one group, after can_contract found the
+ * groups that reach it (F->bwd, nb) and those it reaches (F->fwd, nf) in
+ * its rank range; returns the new root. The topological order stays one:
+ * of the ranks the set and those groups held, the groups reaching the set
+ * take the lowest and those it reaches the highest, each in their old
+ * order (so none moves against an edge to a group outside the range), and
+ * the merged group the one after the lowest. The other groups in the
+ * range neither reach the set nor are reached from it: they keep theirs. */
+static int contract(fuser *F, const int *set, int c, int nb, int nf) {
+  int *pool = F->tmp, np = 0;
+  for (int j = 0; j < c; j++)
+    pool[np++] = F->nd[set[j]].rank;
+  for (int i = 0; i < nb; i++)
+    pool[np++] = F->nd[F->bwd[i]].rank;
+  for (int i = 0; i < nf; i++)
+    pool[np++] = F->nd[F->fwd[i]].rank;
+  qsort(pool, (size_t)np, sizeof *pool, cmp_int);
+  rerank(F, F->bwd, nb, pool);
+  rerank(F, F->fwd, nf, pool + np - nf);
+  int r = set[0];
+  for (int j = 1; j < c; j++)
+    r = join(F, r, set[j]);
+  F->nd[r].rank = pool[nb];
+  return r;
 }
 
 /* ---- Merging ------------------------------------------------------------- */
@@ -329,11 +411,6 @@ static bool imap_ok(fuser *F, int S, int L) {
       }
   }
   return true;
-}
-
-static int cmp_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
 }
 
 static bool phase_is(const node *nd, int k, int g, int x, int want) {
@@ -414,27 +491,6 @@ static bool place_phases(fuser *F, int X, int G) {
   return ok;
 }
 
-/* Links groups a and b (roots), the bigger one staying the root. */
-static int join(fuser *F, int a, int b) {
-  node *nd = F->nd;
-  int r = nd[a].size >= nd[b].size ? a : b, o = r == a ? b : a;
-  nd[o].parent = r;
-  nd[nd[r].tail].next = nd[o].head;
-  nd[r].tail = nd[o].tail;
-  nd[r].size += nd[o].size;
-  if (nd[o].lo < nd[r].lo)
-    nd[r].lo = nd[o].lo;
-  if (nd[o].hi > nd[r].hi)
-    nd[r].hi = nd[o].hi;
-  if (nd[o].anchor >= 0) {
-    nd[r].anchor = nd[o].anchor;
-    nd[r].dom_in = nd[o].dom_in;
-    nd[r].dom_out = nd[o].dom_out;
-  }
-  nd[r].sealed = nd[r].sealed || nd[o].sealed;
-  return r;
-}
-
 /* Merges groups a and b (roots) when the rules allow it. */
 static bool try_merge(fuser *F, int a, int b) {
   node *nd = F->nd;
@@ -454,72 +510,16 @@ static bool try_merge(fuser *F, int a, int b) {
       return false;
   }
   int S = nd[a].size <= nd[b].size ? a : b, L = S == a ? b : a;
-  if (!imap_ok(F, S, L) || would_cycle(F, S, L))
+  int pair[2] = {a, b}, nb, nf;
+  if (!imap_ok(F, S, L) || !can_contract(F, pair, 2, &nb, &nf))
     return false;
   if (G >= 0 && !place_phases(F, X, G))
     return false;
-  join(F, a, b);
+  contract(F, pair, 2, nb, nf);
   return true;
 }
 
 /* ---- Patterns ------------------------------------------------------------ */
-
-static bool in_list(const int *v, int n, int k) {
-  for (int i = 0; i < n; i++)
-    if (v[i] == k)
-      return true;
-  return false;
-}
-
-/* Whether the statements idx[0..c) can be one group: no path leaves them
- * and comes back (groups already made count as one node). */
-static bool set_convex(fuser *F, const int *idx, int c) {
-  node *nd = F->nd;
-  int hi = 0;
-  for (int j = 0; j < c; j++)
-    if (idx[j] > hi)
-      hi = idx[j];
-  unsigned st = new_stamp(F);
-  int sp = 0;
-  long budget = WALK_BUDGET;
-  for (int j = 0; j < c; j++)
-    nd[find(nd, idx[j])].seen = st; /* never walk into a member's group */
-  for (int j = 0; j < c; j++) {
-    const raf_stmt *s = nd[idx[j]].s;
-    for (raf_use *u = s->results[0]->uses; u; u = u->next) {
-      int k = index_of(F, u->user);
-      if (k < 0 || k > hi || in_list(idx, c, k))
-        continue;
-      int r = find(nd, k);
-      if (nd[r].seen != st) {
-        nd[r].seen = st;
-        F->stack[sp++] = r;
-      }
-    }
-  }
-  while (sp) {
-    int g = F->stack[--sp];
-    for (int t = nd[g].head; t >= 0; t = nd[t].next) {
-      if (--budget < 0)
-        return false;
-      const raf_stmt *s = nd[t].s;
-      for (int r = 0; r < s->nresults; r++)
-        for (raf_use *u = s->results[r]->uses; u; u = u->next) {
-          int k = index_of(F, u->user);
-          if (k < 0 || k > hi)
-            continue;
-          if (in_list(idx, c, k))
-            return false;
-          int q = find(nd, k);
-          if (nd[q].seen != st) {
-            nd[q].seen = st;
-            F->stack[sp++] = q;
-          }
-        }
-    }
-  }
-  return true;
-}
 
 static void run_patterns(fuser *F) {
   node *nd = F->nd;
@@ -540,11 +540,11 @@ static void run_patterns(fuser *F) {
              t->op != RAF_OP_CONSTANT && t->op != RAF_OP_CALL &&
              t->op != RAF_OP_RETURN && t->nresults == 1 && !has_ref_attr(t);
       }
-      if (!ok || !set_convex(F, idx, c))
+      /* Unclaimed statements are groups of their own: idx are roots. */
+      int nb, nf;
+      if (!ok || !can_contract(F, idx, c, &nb, &nf))
         continue;
-      int r = idx[0];
-      for (int j = 1; j < c; j++)
-        r = join(F, r, idx[j]);
+      int r = contract(F, idx, c, nb, nf);
       for (int j = 0; j < c; j++)
         nd[idx[j]].claimed = true;
       nd[r].sealed = true;
@@ -826,7 +826,7 @@ static void init_nodes(fuser *F) {
     node *x = &F->nd[k];
     x->s = s;
     x->numel = s->nresults ? s->results[0]->type->numel : 0;
-    x->parent = x->head = x->tail = x->lo = x->hi = k;
+    x->parent = x->head = x->tail = x->rank = k;
     x->next = -1;
     x->size = 1;
     x->anchor = -1;
@@ -867,7 +867,7 @@ static void grow_groups(fuser *F) {
 static int number_groups(fuser *F, int *gid, int *mem, group **out) {
   node *nd = F->nd;
   int n = F->n, ng = 0;
-  int *weight = F->tmp, *id_of = F->stack;
+  int *weight = F->tmp, *id_of = F->fwd;
   /* A reshape at the end of a group would only be a second copy of a
    * result: it stays out (and then the one before it may be last). Taking
    * a member with no user in its group out keeps the group acyclic. */
@@ -932,15 +932,18 @@ static void fuse_func(fuser *F, raf_func *f) {
   F->base = f->first->order;
   F->stamp = 0;
   F->nd = calloc((size_t)n, sizeof *F->nd);
-  F->stack = malloc(sizeof *F->stack * (size_t)n);
   F->tmp = malloc(sizeof *F->tmp * (size_t)n);
+  F->fwd = malloc(sizeof *F->fwd * (size_t)n);
+  F->bwd = malloc(sizeof *F->bwd * (size_t)n);
+  F->keys = malloc(sizeof *F->keys * (size_t)n);
   int *gid = malloc(sizeof *gid * (size_t)n);
   int *mem = malloc(sizeof *mem * (size_t)n);
   int *order = malloc(sizeof *order * 2 * (size_t)n);
   raf_stmt **copy = calloc((size_t)n, sizeof *copy);
   group *G = NULL;
   int ng = 0, norder = 0, built = 0;
-  if (!F->nd || !F->stack || !F->tmp || !gid || !mem || !order || !copy) {
+  if (!F->nd || !F->tmp || !F->fwd || !F->bwd || !F->keys || !gid || !mem ||
+      !order || !copy) {
     oom(F);
     goto done;
   }
@@ -989,10 +992,13 @@ static void fuse_func(fuser *F, raf_func *f) {
       raf_stmt_erase(F->nd[k].s);
 done:
   free(F->nd);
-  free(F->stack);
   free(F->tmp);
+  free(F->fwd);
+  free(F->bwd);
+  free(F->keys);
   F->nd = NULL;
-  F->stack = F->tmp = NULL;
+  F->tmp = F->fwd = F->bwd = NULL;
+  F->keys = NULL;
   free(gid);
   free(mem);
   free(order);
