@@ -11,6 +11,9 @@
 # On a loaded machine with few cores the multi-threaded times of both
 # sides swing by 10-20% from run to run; THREADS=1 gives a stable ratio.
 #   bash bench/matmul.sh [BUILD_DIR] [STEPS] [THREADS]
+#   environment: SHAPES, space-separated MxKxN (default the four above;
+#   "2048x768x2304 2048x768x3072 2048x3072x768 2048x768x50257" are GPT-2's
+#   at 8x256 tokens, the last its LM head)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -41,7 +44,7 @@ echo "f32 matmul, $threads threads, median of $rounds x $((steps - warmup))" \
   "steps (each round after $warmup warm-up)"
 printf "%-16s %10s %12s %8s %10s\n" "MxKxN" "raf ms" "openblas ms" "ratio" \
   "GFLOP/s"
-for shape in 256x768x2304 256x768x3072 256x3072x768 1024x1024x1024; do
+for shape in ${SHAPES:-256x768x2304 256x768x3072 256x3072x768 1024x1024x1024}; do
   IFS=x read -r m k n <<< "$shape"
   cat > "$tmp/mm.raf" <<EOF
 func @mm(%a: f32[$m,$k], %b: f32[$k,$n]) -> f32[$m,$n] {
