@@ -299,26 +299,38 @@ RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
   return nan ? NAN : top;
 }
 
-/* e[c] = exp(x[c] - top) for c < n, and their sum in double: eight partial
- * sums over c mod 8 added in a fixed order, so the same bits every time. */
+/* Sums in double in a fixed order: eight partial sums, element c into
+ * acc[c mod 8] (add_lanes may be called on consecutive pieces whose starts
+ * are multiples of 8), added up as lanes_total does; the same bits every
+ * time. */
+RAF_VEC_FN static inline void add_lanes(double acc[8], const float *x,
+                                        int64_t n) {
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int l = 0; l < 8; l++)
+      acc[l] += (double)x[c + l];
+  for (; c < n; c++)
+    acc[c & 7] += (double)x[c];
+}
+
+static inline double lanes_total(const double acc[8]) {
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* e[c] = exp(x[c] - top) for c < n, and their sum in double (add_lanes). */
 RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
                                  float top) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) {
+  for (int64_t e0 = 0; e0 < n; e0 += CE_CHUNK) { /* CE_CHUNK % 8 == 0 */
     int64_t w = min64(CE_CHUNK, n - e0);
     float *out = e + e0;
     const float *in = x + e0;
     for (int64_t c = 0; c < w; c++)
       out[c] = raf_vexpf(in[c] - top);
-    int64_t c = 0;
-    for (; c + 8 <= w; c += 8)
-      for (int l = 0; l < 8; l++)
-        acc[l] += (double)out[c + l];
-    for (; c < w; c++)
-      acc[c & 7] += (double)out[c];
+    add_lanes(acc, out, w);
   }
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return lanes_total(acc);
 }
 
 /* e[c] = exp(x[c] - top) in place, and their sum as exp_sum's. */
@@ -326,17 +338,11 @@ RAF_VEC_LOOP static double exp_sum_inplace(float *x, int64_t n, float top) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t c = 0; c < n; c++)
     x[c] = raf_vexpf(x[c] - top);
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++)
-      acc[l] += (double)x[c + l];
-  for (; c < n; c++)
-    acc[c & 7] += (double)x[c];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  add_lanes(acc, x, n);
+  return lanes_total(acc);
 }
 
-/* The sum of a[c] * b[c] in double, eight partial sums as exp_sum's. */
+/* The sum of a[c] * b[c] in double, in add_lanes' order. */
 RAF_VEC_LOOP static double dot_double(const float *a, const float *b,
                                       int64_t n) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -346,8 +352,7 @@ RAF_VEC_LOOP static double dot_double(const float *a, const float *b,
       acc[l] += (double)a[c + l] * (double)b[c + l];
   for (; c < n; c++)
     acc[c & 7] += (double)a[c] * (double)b[c];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  return lanes_total(acc);
 }
 
 /* dS = P * (dP - dot) * scale over a row, in place of dP. */

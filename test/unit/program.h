@@ -51,22 +51,23 @@ typedef struct program {
   raf_exec *ex;
 } program;
 
-/* Parses, verifies and dispatches text with the given dialects, and makes
- * an executor with `threads` threads. */
-static inline bool program_open(program *p, const char *text, const char *dialects,
-                         int threads) {
+/* Parses and verifies text, runs `pipeline` (raf-opt -p syntax; it must
+ * dispatch the module) and verifies it again, and makes an executor with
+ * `threads` threads. On failure reports, prints the text and returns
+ * false (close p anyway). */
+static inline bool program_open_pipeline(program *p, const char *text,
+                                         const char *pipeline, int threads) {
   memset(p, 0, sizeof *p);
   p->ctx = raf_ctx_create();
   p->m = raf_parse_module(p->ctx, "prop.raf", text, strlen(text), 1);
   bool ok = p->m && raf_verify_module(p->ctx, p->m) == RAF_OK;
   if (ok) {
-    char opts[64];
-    snprintf(opts, sizeof opts, "dialects=%s", dialects);
     raf_pipeline *pl = raf_pipeline_create(p->ctx);
     raf_pipeline_options po;
     raf_pipeline_options_init(&po);
-    ok = raf_pipeline_add(pl, "dispatch", opts) == RAF_OK &&
-         raf_pipeline_run(pl, p->m, &po) == RAF_OK;
+    ok = raf_pipeline_parse(pl, pipeline) == RAF_OK &&
+         raf_pipeline_run(pl, p->m, &po) == RAF_OK &&
+         raf_verify_module(p->ctx, p->m) == RAF_OK;
     raf_pipeline_destroy(pl);
   }
   if (ok) {
@@ -76,9 +77,26 @@ static inline bool program_open(program *p, const char *text, const char *dialec
   }
   if (!ok) {
     raf_diag_render(p->ctx, stderr);
-    fprintf(stderr, "in:\n%s", text);
+    fprintf(stderr, "in (%s):\n%s", pipeline, text);
   }
   return ok;
+}
+
+/* program_open_pipeline with the dispatch pass alone, to `dialects`. */
+static inline bool program_open(program *p, const char *text,
+                                const char *dialects, int threads) {
+  char pipeline[128];
+  snprintf(pipeline, sizeof pipeline, "dispatch{dialects=%s}", dialects);
+  return program_open_pipeline(p, text, pipeline, threads);
+}
+
+/* The reference (cpu-ref, 2 threads) and the cblas dialect at 1 and 3
+ * threads, for the tests that compare them. */
+static inline bool program_open_cblas_trio(program *ref, program *blas,
+                                           program *blas3, const char *text) {
+  return program_open(ref, text, "cpu-ref", 2) &&
+         program_open(blas, text, "cblas,cpu-ref", 1) &&
+         program_open(blas3, text, "cblas,cpu-ref", 3);
 }
 
 static inline void program_close(program *p) {

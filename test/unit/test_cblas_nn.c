@@ -99,9 +99,7 @@ static void test_cross_entropy(int trials) {
                (long long)c.rows, (long long)c.classes, (long long)c.rows,
                dyt, c.reduction, (long long)c.ignore);
     program ref, blas, blas3;
-    bool ok = program_open(&ref, text, "cpu-ref", 2) &&
-              program_open(&blas, text, "cblas,cpu-ref", 1) &&
-              program_open(&blas3, text, "cblas,cpu-ref", 3);
+    bool ok = program_open_cblas_trio(&ref, &blas, &blas3, text);
     CHECK(ok);
     if (!ok)
       return;

@@ -90,6 +90,24 @@ static const char *const INT_BINARY[] = {"add", "sub", "mul", "maximum",
 static const char *const COMPARE[] = {"eq", "ne", "lt", "le", "gt", "ge"};
 #define N(a) ((int)(sizeof a / sizeof a[0]))
 
+/* "func @NAME(%a: T, ...) -> (T, ...)": the first nin of vals as
+ * arguments, vals[res[..]] as results. */
+static void put_signature(text *t, const char *name, const gval *vals,
+                          int nin, const int *res, int nres) {
+  char ty[64];
+  put(t, "func @%s(", name);
+  for (int i = 0; i < nin; i++) {
+    tyname(ty, sizeof ty, &vals[i]);
+    put(t, "%s%%%s: %s", i ? ", " : "", vals[i].name, ty);
+  }
+  put(t, ") -> (");
+  for (int i = 0; i < nres; i++) {
+    tyname(ty, sizeof ty, &vals[res[i]]);
+    put(t, "%s%s", i ? ", " : "", ty);
+  }
+  put(t, ")");
+}
+
 /* A random elementwise fused function @fused_0 and a @main calling it. */
 static char *elementwise_program(raf_dtype dt) {
   gval F = {.rank = (int)rand_int(0, 4)};
@@ -177,18 +195,8 @@ static char *elementwise_program(raf_dtype dt) {
   int res[3] = {nv - 1}, nres = 1 + (int)rand_int(0, 2);
   for (int i = 1; i < nres; i++)
     res[i] = (int)rand_int(nin, nv - 1);
-  char t[64];
-  put(&sig, "func @main(");
-  for (int i = 0; i < nin; i++) {
-    tyname(t, sizeof t, &vals[i]);
-    put(&sig, "%s%%%s: %s", i ? ", " : "", vals[i].name, t);
-  }
-  put(&sig, ") -> (");
-  for (int i = 0; i < nres; i++) {
-    tyname(t, sizeof t, &vals[res[i]]);
-    put(&sig, "%s%s", i ? ", " : "", t);
-  }
-  put(&sig, ") {\n  ");
+  put_signature(&sig, "main", vals, nin, res, nres);
+  put(&sig, " {\n  ");
   for (int i = 0; i < nres; i++)
     put(&sig, "%s%%r%d", i ? ", " : "", i);
   put(&sig, " = call @fused_0(");
@@ -197,17 +205,9 @@ static char *elementwise_program(raf_dtype dt) {
   put(&sig, ")\n  return ");
   for (int i = 0; i < nres; i++)
     put(&sig, "%s%%r%d", i ? ", " : "", i);
-  put(&sig, "\n}\n\nfunc @fused_0(");
-  for (int i = 0; i < nin; i++) {
-    tyname(t, sizeof t, &vals[i]);
-    put(&sig, "%s%%%s: %s", i ? ", " : "", vals[i].name, t);
-  }
-  put(&sig, ") -> (");
-  for (int i = 0; i < nres; i++) {
-    tyname(t, sizeof t, &vals[res[i]]);
-    put(&sig, "%s%s", i ? ", " : "", t);
-  }
-  put(&sig, ") {fused} {\n%s  return ", body.s);
+  put(&sig, "\n}\n\n");
+  put_signature(&sig, "fused_0", vals, nin, res, nres);
+  put(&sig, " {fused} {\n%s  return ", body.s);
   for (int i = 0; i < nres; i++)
     put(&sig, "%s%%%s", i ? ", " : "", vals[res[i]].name);
   put(&sig, "\n}\n");

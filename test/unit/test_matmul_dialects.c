@@ -433,9 +433,7 @@ static void test_attention_grad(int trials) {
              "}\n",
              ty, tq, tk, tv, tq, tk, tv, attrs);
     program ref, blas, blas3;
-    bool ok = program_open(&ref, text, "cpu-ref", 2) &&
-              program_open(&blas, text, "cblas,cpu-ref", 1) &&
-              program_open(&blas3, text, "cblas,cpu-ref", 3);
+    bool ok = program_open_cblas_trio(&ref, &blas, &blas3, text);
     CHECK(ok);
     if (!ok)
       return;

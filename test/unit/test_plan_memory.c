@@ -248,33 +248,13 @@ static void program_text(gen *g) {
   free(text);
 }
 
-/* Parses text, runs `passes` (may be NULL) and dispatch to cpu-ref, and
- * makes an executor. */
+/* Dispatches text to cpu-ref, runs `passes` (may be NULL) and makes an
+ * executor. */
 static bool open_with(program *p, const char *text, const char *passes) {
-  memset(p, 0, sizeof *p);
-  p->ctx = raf_ctx_create();
-  p->m = raf_parse_module(p->ctx, "plan.raf", text, strlen(text), 1);
-  bool ok = p->m && raf_verify_module(p->ctx, p->m) == RAF_OK;
-  if (ok) {
-    raf_pipeline *pl = raf_pipeline_create(p->ctx);
-    raf_pipeline_options po;
-    raf_pipeline_options_init(&po);
-    ok = raf_pipeline_add(pl, "dispatch", "dialects=cpu-ref") == RAF_OK &&
-         (!passes || raf_pipeline_parse(pl, passes) == RAF_OK) &&
-         raf_pipeline_run(pl, p->m, &po) == RAF_OK &&
-         raf_verify_module(p->ctx, p->m) == RAF_OK;
-    raf_pipeline_destroy(pl);
-  }
-  if (ok) {
-    raf_exec_options eo = {.threads = 1};
-    p->ex = raf_exec_create(p->ctx, p->m, &eo);
-    ok = p->ex != NULL;
-  }
-  if (!ok) {
-    raf_diag_render(p->ctx, stderr);
-    fprintf(stderr, "in (%s):\n%s", passes ? passes : "", text);
-  }
-  return ok;
+  char pipeline[256];
+  snprintf(pipeline, sizeof pipeline, "dispatch{dialects=cpu-ref}%s%s",
+           passes ? "," : "", passes ? passes : "");
+  return program_open_pipeline(p, text, pipeline, 1);
 }
 
 /* Two steps of f, with raf-run's donation between them and its freeing
