@@ -26,51 +26,7 @@
 
 static int failures;
 #include "test/unit/check.h"
-#include "test/unit/program.h"
-
-#define MAXV 96
-
-enum { K_F32, K_BOOL, K_I64 };
-
-typedef struct val {
-  int rank;
-  int64_t d[2];
-  int kind; /* K_*: compares make bools, argmax labels */
-} val;
-
-typedef struct gen {
-  char *buf;
-  size_t len, cap;
-  val v[MAXV];
-  int n;
-  int64_t R, C;
-} gen;
-
-static void emit(gen *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void emit(gen *g, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
-  va_end(ap);
-  if (k > 0 && g->len + (size_t)k < g->cap)
-    g->len += (size_t)k;
-}
-
-/* NumPy broadcasting of a and b into out; false when they do not. */
-static bool bcast(const val *a, const val *b, val *out) {
-  int r = a->rank > b->rank ? a->rank : b->rank;
-  out->rank = r;
-  out->kind = K_F32;
-  for (int i = 0; i < r; i++) {
-    int ia = a->rank - r + i, ib = b->rank - r + i;
-    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
-    if (x != y && x != 1 && y != 1)
-      return false;
-    out->d[i] = x > y ? x : y;
-  }
-  return true;
-}
+#include "test/unit/randprog.h"
 
 /* A value, three times in four one of the last eight. */
 static int pick(gen *g, bool want_float) {
@@ -81,20 +37,6 @@ static int pick(gen *g, bool want_float) {
       return k;
   }
   return 0; /* %v0 is a float argument */
-}
-
-static int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
-  val *x = &g->v[g->n];
-  x->rank = rank;
-  x->d[0] = d0;
-  x->d[1] = d1;
-  x->kind = K_F32;
-  return g->n++;
-}
-
-static bool is_rc(const gen *g, int k) {
-  return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
-         g->v[k].kind == K_F32;
 }
 
 /* One random statement (or a few), appended to the program. */
@@ -238,12 +180,6 @@ static void statement(gen *g) {
   }
 }
 
-static void type_of(const val *x, char *buf, size_t size) {
-  raf_dtype dt = x->kind == K_BOOL ? RAF_BOOL : x->kind == K_I64 ? RAF_I64
-                                                                 : RAF_F32;
-  type_text(buf, size, dt, x->rank, x->d);
-}
-
 /* A random program, as text in g->buf: the statements are generated
  * first, then the signature (which names the results) goes before them. */
 static void program_text(gen *g) {
@@ -269,29 +205,13 @@ static void program_text(gen *g) {
     if (!dup)
       res[nres++] = k;
   }
-  size_t cap = g->len + 4096, n = 0;
-  char *text = malloc(cap);
-  n += (size_t)snprintf(
-      text + n, cap - n,
-      "func @f(%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
-      "%%v3: f32[], %%w: f32[%lld,%lld], %%g: f32[%lld], %%bt: f32[%lld]) -> (",
-      (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
-      (long long)g->C, (long long)g->C, (long long)g->C, (long long)g->C);
-  for (int j = 0; j < nres; j++) {
-    char t[64];
-    type_of(&g->v[res[j]], t, sizeof t);
-    n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
-  }
-  n += (size_t)snprintf(text + n, cap - n, ") {\n");
-  memcpy(text + n, g->buf, g->len);
-  n += g->len;
-  n += (size_t)snprintf(text + n, cap - n, "  return ");
-  for (int j = 0; j < nres; j++)
-    n += (size_t)snprintf(text + n, cap - n, "%s%%v%d", j ? ", " : "", res[j]);
-  snprintf(text + n, cap - n, "\n}\n");
-  g->len = strlen(text);
-  memcpy(g->buf, text, g->len + 1);
-  free(text);
+  char args[256];
+  snprintf(args, sizeof args,
+           "%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
+           "%%v3: f32[], %%w: f32[%lld,%lld], %%g: f32[%lld], %%bt: f32[%lld]",
+           (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
+           (long long)g->C, (long long)g->C, (long long)g->C, (long long)g->C);
+  wrap_function(g, args, "", "", res, nres);
 }
 
 /* Runs `passes` (may be NULL) over text, dispatches it to cpu-ref and
@@ -311,7 +231,7 @@ static int count_fused_calls(const raf_func *f) {
 }
 
 int main(void) {
-  gen g = {malloc(1 << 16), 0, 1 << 16, {{0}}, 0, 0, 0};
+  gen g = {.buf = malloc(1 << 16), .cap = 1 << 16};
   int programs = 1500, fused = 0, compared = 0;
   static const char *sizes[] = {"2", "3", "5", "1024"};
   for (int it = 0; it < programs && failures == 0; it++) {

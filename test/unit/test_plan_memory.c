@@ -20,69 +20,17 @@
 
 static int failures;
 #include "test/unit/check.h"
-#include "test/unit/program.h"
-
-#define MAXV 96
-
-typedef struct val {
-  int rank;
-  int64_t d[2];
-  bool boolean;
-} val;
-
-typedef struct gen {
-  char *buf;
-  size_t len, cap;
-  val v[MAXV];
-  int n;
-  int64_t R, C;
-  int nparams;
-} gen;
-
-static void emit(gen *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void emit(gen *g, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
-  va_end(ap);
-  if (k > 0 && g->len + (size_t)k < g->cap)
-    g->len += (size_t)k;
-}
-
-static int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
-  g->v[g->n] = (val){rank, {d0, d1}, false};
-  return g->n++;
-}
+#include "test/unit/randprog.h"
 
 /* A float value, the later ones likelier (so chains form and values die). */
 static int pick(gen *g) {
   for (int t = 0; t < 50; t++) {
     int lo = g->n > 8 && rand_int(0, 2) ? g->n - 8 : 0;
     int k = (int)rand_int(lo, g->n - 1);
-    if (!g->v[k].boolean)
+    if (g->v[k].kind == K_F32)
       return k;
   }
   return 0;
-}
-
-static bool bcast(const val *a, const val *b, val *out) {
-  int r = a->rank > b->rank ? a->rank : b->rank;
-  out->rank = r;
-  out->boolean = false;
-  for (int i = 0; i < r; i++) {
-    int ia = a->rank - r + i, ib = b->rank - r + i;
-    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
-    if (x != y && x != 1 && y != 1)
-      return false;
-    out->d[i] = x > y ? x : y;
-  }
-  return true;
-}
-
-static bool is_rc(const gen *g, int k) {
-  return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
-         !g->v[k].boolean;
 }
 
 static void statement(gen *g) {
@@ -120,7 +68,7 @@ static void statement(gen *g) {
     if (!bcast(va, &g->v[b], &out))
       b = a, out = *va;
     int p = new_val(g, out.rank, out.d[0], out.d[1]);
-    g->v[p].boolean = true;
+    g->v[p].kind = K_BOOL;
     emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
     r = new_val(g, out.rank, out.d[0], out.d[1]);
     emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
@@ -168,10 +116,6 @@ static void statement(gen *g) {
   }
 }
 
-static void type_of(const val *x, char *buf, size_t size) {
-  type_text(buf, size, x->boolean ? RAF_BOOL : RAF_F32, x->rank, x->d);
-}
-
 /* A random step: arguments %v0..%v3 (data), %w, then params %v4.. that
  * results update; results: the update of each param (an elementwise
  * function of it and some value), then a few values. */
@@ -209,43 +153,26 @@ static void program_text(gen *g) {
   res[nres++] = g->n - 1;
   for (int t = 0; t < 2 && g->n > 8; t++)
     res[nres++] = (int)rand_int(4, g->n - 1);
-  size_t cap = g->len + 4096, n = 0;
-  char *text = malloc(cap);
-  n += (size_t)snprintf(
-      text + n, cap - n,
-      "func @f(%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
+  char args[512], results[256] = "", returns[64] = "";
+  size_t na = (size_t)snprintf(
+      args, sizeof args,
+      "%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
       "%%v3: f32[], %%w: f32[%lld,%lld]",
       (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
       (long long)g->C, (long long)g->C);
+  size_t nr = 0, nt = 0;
   for (int k = 0; k < g->nparams; k++) {
     char t[64];
     type_of(&g->v[4 + k], t, sizeof t);
-    n += (size_t)snprintf(text + n, cap - n, ", %%v%d: %s {param}", 4 + k, t);
-  }
-  n += (size_t)snprintf(text + n, cap - n, ") -> (");
-  for (int k = 0; k < g->nparams; k++) {
-    char t[64];
+    na += (size_t)snprintf(args + na, sizeof args - na, ", %%v%d: %s {param}",
+                           4 + k, t);
     type_of(&g->v[upd[k]], t, sizeof t);
-    n += (size_t)snprintf(text + n, cap - n, "%s {updates = %%v%d}, ", t,
-                          4 + k);
+    nr += (size_t)snprintf(results + nr, sizeof results - nr,
+                           "%s {updates = %%v%d}, ", t, 4 + k);
+    nt += (size_t)snprintf(returns + nt, sizeof returns - nt, "%%v%d, ",
+                           upd[k]);
   }
-  for (int j = 0; j < nres; j++) {
-    char t[64];
-    type_of(&g->v[res[j]], t, sizeof t);
-    n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
-  }
-  n += (size_t)snprintf(text + n, cap - n, ") {\n");
-  memcpy(text + n, g->buf, g->len);
-  n += g->len;
-  n += (size_t)snprintf(text + n, cap - n, "  return ");
-  for (int k = 0; k < g->nparams; k++)
-    n += (size_t)snprintf(text + n, cap - n, "%%v%d, ", upd[k]);
-  for (int j = 0; j < nres; j++)
-    n += (size_t)snprintf(text + n, cap - n, "%s%%v%d", j ? ", " : "", res[j]);
-  snprintf(text + n, cap - n, "\n}\n");
-  g->len = strlen(text);
-  memcpy(g->buf, text, g->len + 1);
-  free(text);
+  wrap_function(g, args, results, returns, res, nres);
 }
 
 /* Dispatches text to cpu-ref, runs `passes` (may be NULL) and makes an
@@ -307,7 +234,7 @@ static int count_compiled_inplace(const raf_module *m) {
 }
 
 int main(void) {
-  gen g = {malloc(1 << 16), 0, 1 << 16, {{0}}, 0, 0, 0, 0};
+  gen g = {.buf = malloc(1 << 16), .cap = 1 << 16};
   static const char *pipelines[] = {
       "plan-memory", "plan-memory", "plan-memory{inplace=false}",
       "plan-memory{donate=false}", "fuse,plan-memory",

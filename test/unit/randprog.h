@@ -1,0 +1,108 @@
+/* randprog.h: the common part of the random-program generators of the
+ * property tests of passes (test_fuse_random, test_plan_memory): values of
+ * rank 0..2 over two sizes R and C, the program text statement by
+ * statement, and the function around it. Each test has its own statements
+ * and its own way of picking operands. Header-only (static inline), as
+ * program.h. */
+#ifndef RAF_TEST_RANDPROG_H
+#define RAF_TEST_RANDPROG_H
+
+#include "test/unit/program.h"
+
+#include <stdarg.h>
+
+#define MAXV 96
+
+enum { K_F32, K_BOOL, K_I64 };
+
+typedef struct val {
+  int rank;
+  int64_t d[2];
+  int kind; /* K_*: compares make bools, argmax labels */
+} val;
+
+typedef struct gen {
+  char *buf; /* the statements, then (wrap_function) the whole function */
+  size_t len, cap;
+  val v[MAXV];
+  int n;
+  int64_t R, C;
+  int nparams; /* test_plan_memory's params */
+} gen;
+
+static inline void emit(gen *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static inline void emit(gen *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(g->buf + g->len, g->cap - g->len, fmt, ap);
+  va_end(ap);
+  if (k > 0 && g->len + (size_t)k < g->cap)
+    g->len += (size_t)k;
+}
+
+/* A new f32 value %v<n>; its number. */
+static inline int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
+  g->v[g->n] = (val){rank, {d0, d1}, K_F32};
+  return g->n++;
+}
+
+/* NumPy broadcasting of a and b into out (f32); false when they do not. */
+static inline bool bcast(const val *a, const val *b, val *out) {
+  int r = a->rank > b->rank ? a->rank : b->rank;
+  out->rank = r;
+  out->kind = K_F32;
+  for (int i = 0; i < r; i++) {
+    int ia = a->rank - r + i, ib = b->rank - r + i;
+    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
+    if (x != y && x != 1 && y != 1)
+      return false;
+    out->d[i] = x > y ? x : y;
+  }
+  return true;
+}
+
+/* Whether %v<k> is an f32[R,C]. */
+static inline bool is_rc(const gen *g, int k) {
+  return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
+         g->v[k].kind == K_F32;
+}
+
+static inline void type_of(const val *x, char *buf, size_t size) {
+  raf_dtype dt = x->kind == K_BOOL ? RAF_BOOL : x->kind == K_I64 ? RAF_I64
+                                                                 : RAF_F32;
+  type_text(buf, size, dt, x->rank, x->d);
+}
+
+/* Makes g->buf the function `func @f(ARGS) -> (LEAD..., res's types) {`,
+ * the statements, `return LEAD_RETURNS..., res's values`: args is the
+ * argument list, lead_results and lead_returns the text before the res
+ * entries (empty, or ending in ", "). */
+static inline void wrap_function(gen *g, const char *args,
+                                 const char *lead_results,
+                                 const char *lead_returns, const int *res,
+                                 int nres) {
+  size_t cap = g->len + strlen(args) + strlen(lead_results) +
+               strlen(lead_returns) + 4096,
+         n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(text + n, cap - n, "func @f(%s) -> (%s", args,
+                        lead_results);
+  for (int j = 0; j < nres; j++) {
+    char t[64];
+    type_of(&g->v[res[j]], t, sizeof t);
+    n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
+  }
+  n += (size_t)snprintf(text + n, cap - n, ") {\n");
+  memcpy(text + n, g->buf, g->len);
+  n += g->len;
+  n += (size_t)snprintf(text + n, cap - n, "  return %s", lead_returns);
+  for (int j = 0; j < nres; j++)
+    n += (size_t)snprintf(text + n, cap - n, "%s%%v%d", j ? ", " : "", res[j]);
+  snprintf(text + n, cap - n, "\n}\n");
+  g->len = strlen(text);
+  memcpy(g->buf, text, g->len + 1);
+  free(text);
+}
+
+#endif
