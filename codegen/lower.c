@@ -164,12 +164,12 @@ static LLVMValueRef const_global(cg_emitter *e, const raf_stmt *s) {
 
 static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m);
 
-/* The result that overwrites argument a (cg_options.inplace), or -1. */
-static int aliased(const cg_emitter *e, int a) {
+/* Whether a result overwrites argument a (cg_options.inplace). */
+static bool overwritten(const cg_emitter *e, int a) {
   for (int r = 0; e->inplace && r < e->p->nout; r++)
     if (e->inplace[r] == a)
-      return r;
-  return -1;
+      return true;
+  return false;
 }
 
 /* At a point of the full results' nest: the arguments that results
@@ -180,9 +180,10 @@ static void load_aliased(cg_emitter *e) {
     if (e->inplace[r] < 0)
       continue;
     const raf_value *a = e->p->f->args[e->inplace[r]].value;
-    e->loading_aliased = true;
-    eval(e, a, e->p->out[r].map);
-    e->loading_aliased = false;
+    cg_map m = e->p->out[r].map;
+    memo_put(e, a, m,
+             cg_load(e, e->bufs[a->index], leaf_offset(e, a->type, m),
+                     a->type->dtype));
   }
 }
 
@@ -264,7 +265,7 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
   const raf_stmt *s = v->def;
   raf_dtype dt = v->type->dtype;
   if (!s) {
-    if (aliased(e, v->index) >= 0 && !e->loading_aliased)
+    if (overwritten(e, v->index)) /* load_aliased loaded it, if allowed */
       cg_fail(e, "in place: argument %%%s is read before its point's loads "
               "or at another point", v->name);
     r = cg_load(e, e->bufs[v->index], leaf_offset(e, v->type, m), dt);

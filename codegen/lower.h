@@ -48,8 +48,7 @@ typedef struct cg_emitter {
   const cg_plan *p;
   cg_target_kind target;
   char vec_isa;
-  const int *inplace;    /* cg_options' */
-  bool loading_aliased; /* in load_aliased: its reads are the allowed ones */
+  const int *inplace; /* cg_options' */
   LLVMContextRef C;
   LLVMModuleRef M;
   LLVMBuilderRef B;
