@@ -307,6 +307,9 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
       r = LLVMBuildSelect(e->B, operand(e, s, 0, m), operand(e, s, 1, m),
                           operand(e, s, 2, m), "");
       break;
+    case RAF_OP_ISFINITE:
+      r = cg_isfinite(e, operand(e, s, 0, m));
+      break;
     case RAF_OP_EQ:
     case RAF_OP_NE:
     case RAF_OP_LT:

@@ -116,6 +116,8 @@ LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
                       LLVMValueRef x);
 LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
                        LLVMValueRef x, LLVMValueRef y);
+/* isfinite(x) of a float x: |x| < inf, false for NaN (an ordered compare). */
+LLVMValueRef cg_isfinite(cg_emitter *e, LLVMValueRef x);
 LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
                         LLVMValueRef x, LLVMValueRef y);
 /* gelu'(x) in double (runtime/cpuref/grad.c's formula). */

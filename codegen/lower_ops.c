@@ -16,6 +16,7 @@
  */
 #include "codegen/lower.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -491,6 +492,11 @@ LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
   cg_fail(e, "no lowering of %s for %s", raf_op_table[op].name,
           raf_dtype_name(dt));
   return x;
+}
+
+LLVMValueRef cg_isfinite(cg_emitter *e, LLVMValueRef x) {
+  LLVMValueRef a = cg_intrinsic(e, "llvm.fabs", LLVMTypeOf(x), &x, 1);
+  return LLVMBuildFCmp(e->B, LLVMRealOLT, a, fconst(e, x, HUGE_VAL), "");
 }
 
 LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,

@@ -245,6 +245,7 @@ static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
   case RAF_OP_MIN:
     ok = num;
     break;
+  case RAF_OP_ISFINITE:
   case RAF_OP_EXP:
   case RAF_OP_LOG:
   case RAF_OP_SQRT:

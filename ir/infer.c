@@ -408,6 +408,13 @@ raf_status infer_compare(raf_infer *in) {
   return broadcast_result(in, 0, RAF_BOOL);
 }
 
+raf_status infer_isfinite(raf_infer *in) {
+  if (admit(in, 0))
+    return RAF_ERROR;
+  in->results[0] = raf_type_with_dtype(in->m, OPND(0), RAF_BOOL);
+  return RAF_OK;
+}
+
 raf_status infer_where(raf_infer *in) {
   if (OPND(0)->dtype != RAF_BOOL)
     return raf_infer_fail(in, "condition must be bool, got %s", TY(OPND(0)));

@@ -232,16 +232,18 @@ bool raf_arg_flag(const raf_arg *a, const char *name);
 bool raf_choices_include(const char *choices, const char *s);
 
 /* An argument's `init` attribute: "zeros", "ones", "normal(MEAN, STD)"
- * (STD >= 0) or "uniform(LOW, HIGH)" (LOW <= HIGH), with finite numbers. */
+ * (STD >= 0), "uniform(LOW, HIGH)" (LOW <= HIGH) or "constant(V)", with
+ * finite numbers. */
 typedef enum raf_init_kind {
   RAF_INIT_ZEROS,
   RAF_INIT_ONES,
   RAF_INIT_NORMAL,
-  RAF_INIT_UNIFORM
+  RAF_INIT_UNIFORM,
+  RAF_INIT_CONSTANT /* "constant(V)": every element V (nn.init.constant_) */
 } raf_init_kind;
 typedef struct raf_init_spec {
   raf_init_kind kind;
-  double a, b; /* mean and std, or low and high */
+  double a, b; /* mean and std, or low and high, or the constant in a */
 } raf_init_spec;
 /* Parses s into *out (which may be NULL); false when s is not valid. */
 bool raf_init_parse(const char *s, raf_init_spec *out);

@@ -108,7 +108,7 @@ static bool elementwise_op(raf_opcode op) {
   case RAF_OP_POW: case RAF_OP_MAXIMUM: case RAF_OP_MINIMUM:
   case RAF_OP_EQ: case RAF_OP_NE: case RAF_OP_LT: case RAF_OP_LE:
   case RAF_OP_GT: case RAF_OP_GE:
-  case RAF_OP_WHERE:
+  case RAF_OP_WHERE: case RAF_OP_ISFINITE:
     return true;
   default:
     return false;

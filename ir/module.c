@@ -586,6 +586,9 @@ bool raf_init_parse(const char *s, raf_init_spec *out) {
              end > 0 && s[end] == '\0' && isfinite(a) && isfinite(b) &&
              a <= b) {
     spec = (raf_init_spec){RAF_INIT_UNIFORM, a, b};
+  } else if ((end = -1, sscanf(s, "constant(%lf )%n", &a, &end)) == 1 &&
+             end > 0 && s[end] == '\0' && isfinite(a)) {
+    spec = (raf_init_spec){RAF_INIT_CONSTANT, a, 0};
   } else {
     return false;
   }

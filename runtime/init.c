@@ -10,7 +10,9 @@ void raf_init_fill(raf_tensor *t, const raf_init_spec *spec, uint64_t seed,
   raf_dtype dt = t->type->dtype;
   const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
   for (int64_t i = 0; i < t->type->numel; i++) {
-    double v = spec->kind == RAF_INIT_ONES ? 1.0 : 0.0;
+    double v = spec->kind == RAF_INIT_ONES       ? 1.0
+               : spec->kind == RAF_INIT_CONSTANT ? spec->a
+                                                 : 0.0;
     if (spec->kind == RAF_INIT_NORMAL || spec->kind == RAF_INIT_UNIFORM) {
       const uint32_t ctr[4] = {(uint32_t)i, (uint32_t)((uint64_t)i >> 32),
                                stream, 0};

@@ -39,6 +39,7 @@ raf_status raf_cpuref_working_copy(const raf_kernel *k, const raf_tensor *x,
 raf_status raf_cpuref_unary(const raf_kernel *k);
 raf_status raf_cpuref_binary(const raf_kernel *k);
 raf_status raf_cpuref_compare(const raf_kernel *k);
+raf_status raf_cpuref_isfinite(const raf_kernel *k);
 raf_status raf_cpuref_where(const raf_kernel *k);
 raf_status raf_cpuref_cast(const raf_kernel *k);
 raf_status raf_cpuref_copy(const raf_kernel *k); /* stop_gradient, reshape */

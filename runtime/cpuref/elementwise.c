@@ -325,6 +325,25 @@ raf_status raf_cpuref_compare(const raf_kernel *k) {
              apply_compare);
 }
 
+static void apply_isfinite(const chunk_job *j, void *const *ops, void *res,
+                           int64_t n) {
+  int64_t *r = res;
+  if (j->work == RAF_F32) {
+    const float *a = ops[0];
+    for (int64_t i = 0; i < n; i++)
+      r[i] = isfinite(a[i]) != 0;
+  } else {
+    const double *a = ops[0];
+    for (int64_t i = 0; i < n; i++)
+      r[i] = isfinite(a[i]) != 0;
+  }
+}
+
+raf_status raf_cpuref_isfinite(const raf_kernel *k) {
+  return run(k, raf_cpuref_work_dtype(k->in[0]->type->dtype), RAF_I64,
+             apply_isfinite);
+}
+
 static void apply_where(const chunk_job *j, void *const *ops, void *res,
                         int64_t n) {
   const int64_t *c = ops[0];

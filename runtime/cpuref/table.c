@@ -39,6 +39,7 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_GE] = raf_cpuref_compare,
     [RAF_OP_WHERE] = raf_cpuref_where,
     [RAF_OP_CAST] = raf_cpuref_cast,
+    [RAF_OP_ISFINITE] = raf_cpuref_isfinite,
     /* reductions */
     [RAF_OP_SUM] = raf_cpuref_reduce,
     [RAF_OP_MEAN] = raf_cpuref_reduce,
