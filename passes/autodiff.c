@@ -71,66 +71,11 @@
  */
 #include "passes/autodiff.h"
 #include "passes/pass.h"
+#include "passes/ptrmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- A map from pointers to pointers (scratch) --------------------------- */
-
-typedef struct ptrmap {
-  const void **keys;
-  void **vals;
-  size_t cap, count;
-} ptrmap;
-
-static size_t ptr_hash(const void *p) {
-  uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-  return (size_t)(h ^ (h >> 29));
-}
-
-static void *pm_get(const ptrmap *m, const void *k) {
-  if (!m->cap)
-    return NULL;
-  for (size_t i = ptr_hash(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == k)
-      return m->vals[i];
-    if (!m->keys[i])
-      return NULL;
-  }
-}
-
-static bool pm_put(ptrmap *m, const void *k, void *v) {
-  if (2 * (m->count + 1) > m->cap) {
-    size_t cap = m->cap ? 2 * m->cap : 64;
-    ptrmap g = {calloc(cap, sizeof *g.keys), calloc(cap, sizeof *g.vals), cap,
-                0};
-    if (!g.keys || !g.vals) {
-      free(g.keys);
-      free(g.vals);
-      return false;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->keys[i])
-        pm_put(&g, m->keys[i], m->vals[i]);
-    free(m->keys);
-    free(m->vals);
-    *m = g;
-  }
-  size_t i = ptr_hash(k) & (m->cap - 1);
-  while (m->keys[i] && m->keys[i] != k)
-    i = (i + 1) & (m->cap - 1);
-  m->count += !m->keys[i];
-  m->keys[i] = k;
-  m->vals[i] = v;
-  return true;
-}
-
-static void pm_free(ptrmap *m) {
-  free(m->keys);
-  free(m->vals);
-  *m = (ptrmap){0};
-}
 
 /* ---- The pass's state ---------------------------------------------------- */
 
@@ -138,8 +83,8 @@ typedef struct autodiff {
   raf_ctx *ctx;
   raf_module *m;
   raf_func *g;   /* the gradient function being built */
-  ptrmap grads;  /* value of g -> its gradient so far */
-  ptrmap active; /* value of g -> non-NULL when it depends on a param */
+  raf_ptrmap grads;  /* value of g -> its gradient so far */
+  raf_ptrmap active; /* value of g -> non-NULL when it depends on a param */
   bool failed;
 } autodiff;
 
@@ -190,9 +135,9 @@ static void name_grad(autodiff *A, raf_value *v, const raf_value *of) {
 static void copy_body(autodiff *A, raf_func *src, raf_stmt *before,
                       raf_value *const *args, raf_value **results,
                       bool exact) {
-  ptrmap map = {0};
+  raf_ptrmap map = {0};
   for (int i = 0; i < src->nargs; i++)
-    if (!pm_put(&map, src->args[i].value, args[i]))
+    if (!raf_ptrmap_put(&map, src->args[i].value, args[i]))
       oom(A);
   for (raf_stmt *t = src->first; t && !A->failed; t = t->next) {
     raf_value *small[16], **ops = small;
@@ -205,7 +150,7 @@ static void copy_body(autodiff *A, raf_func *src, raf_stmt *before,
       oom(A);
     } else {
       for (int i = 0; i < t->noperands; i++)
-        ops[i] = pm_get(&map, t->operands[i].value);
+        ops[i] = raf_ptrmap_get(&map, t->operands[i].value);
       if (t->op == RAF_OP_RETURN) {
         for (int i = 0; i < t->noperands; i++)
           results[i] = ops[i];
@@ -221,7 +166,7 @@ static void copy_body(autodiff *A, raf_func *src, raf_stmt *before,
           for (int i = 0; i < c->attrs.n; i++)
             if (c->attrs.v[i].kind == RAF_ATTR_VALUE)
               c->attrs.v[i].val.u.value =
-                  pm_get(&map, c->attrs.v[i].val.u.value);
+                  raf_ptrmap_get(&map, c->attrs.v[i].val.u.value);
           c->callee = t->callee;
           c->cdata = t->cdata;
           for (int i = 0; i < c->nresults; i++) {
@@ -230,7 +175,7 @@ static void copy_body(autodiff *A, raf_func *src, raf_stmt *before,
                                      : raf_func_derived_name(A->g, r->name);
             c->results[i]->func = A->g;
             if (!name || raf_value_set_name(c->results[i], name) != RAF_OK ||
-                !pm_put(&map, r, c->results[i]))
+                !raf_ptrmap_put(&map, r, c->results[i]))
               oom(A);
           }
           raf_stmt_insert_before(A->g, c, before);
@@ -242,7 +187,7 @@ static void copy_body(autodiff *A, raf_func *src, raf_stmt *before,
     if (types != tsmall)
       free(types);
   }
-  pm_free(&map);
+  raf_ptrmap_free(&map);
 }
 
 /* Replaces every call in g by a copy of its callee's body; the copies'
@@ -310,7 +255,7 @@ static void inline_calls(autodiff *A) {
 /* ---- Differentiating ----------------------------------------------------- */
 
 static bool is_active(const autodiff *A, const raf_value *v) {
-  return pm_get(&A->active, v) != NULL;
+  return raf_ptrmap_get(&A->active, v) != NULL;
 }
 
 /* Marks, in one forward walk, the values that depend on a float param
@@ -318,7 +263,7 @@ static bool is_active(const autodiff *A, const raf_value *v) {
 static void mark_active(autodiff *A, const raf_func *f) {
   for (int i = 0; i < A->g->nargs; i++)
     if (raf_arg_flag(&f->args[i], "param") && is_float(A->g->args[i].value) &&
-        !pm_put(&A->active, A->g->args[i].value, A->g))
+        !raf_ptrmap_put(&A->active, A->g->args[i].value, A->g))
       oom(A);
   for (raf_stmt *s = A->g->first; s && !A->failed; s = s->next) {
     bool any = false;
@@ -326,7 +271,7 @@ static void mark_active(autodiff *A, const raf_func *f) {
       any = diff_operand(s->op, i) && is_float(s->operands[i].value) &&
             is_active(A, s->operands[i].value);
     for (int i = 0; any && i < s->nresults; i++)
-      if (is_float(s->results[i]) && !pm_put(&A->active, s->results[i], A->g))
+      if (is_float(s->results[i]) && !raf_ptrmap_put(&A->active, s->results[i], A->g))
         oom(A);
   }
 }
@@ -334,14 +279,14 @@ static void mark_active(autodiff *A, const raf_func *f) {
 /* Adds g, the gradient of v from one use, to v's gradient so far. */
 static void accumulate(autodiff *A, raf_emitter *e, raf_value *v,
                        raf_value *g) {
-  raf_value *old = pm_get(&A->grads, v);
+  raf_value *old = raf_ptrmap_get(&A->grads, v);
   if (old) {
     g = raf_emit2(e, RAF_OP_ADD, old, g);
     if (!g)
       return;
     name_grad(A, g, v);
   }
-  if (!pm_put(&A->grads, v, g))
+  if (!raf_ptrmap_put(&A->grads, v, g))
     oom(A);
 }
 
@@ -427,7 +372,7 @@ static void backward(autodiff *A, raf_stmt *last) {
     }
     bool any = false;
     for (int i = 0; i < s->nresults; i++)
-      any |= (dy[i] = pm_get(&A->grads, s->results[i])) != NULL;
+      any |= (dy[i] = raf_ptrmap_get(&A->grads, s->results[i])) != NULL;
     if (any)
       differentiate(A, s, dy);
     if (dy != small)
@@ -529,7 +474,7 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
     raf_value *seed = raf_emit_scalar(&e, loss->type->dtype, 1.0);
     if (seed) {
       name_grad(&A, seed, loss);
-      if (!pm_put(&A.grads, loss, seed))
+      if (!raf_ptrmap_put(&A.grads, loss, seed))
         oom(&A);
     }
     backward(&A, last);
@@ -539,7 +484,7 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
   for (int i = 0, k = 1; i < f->nargs && !A.failed; i++) {
     if (!raf_arg_flag(&f->args[i], "param"))
       continue;
-    raf_value *p = args[i], *g = pm_get(&A.grads, p);
+    raf_value *p = args[i], *g = raf_ptrmap_get(&A.grads, p);
     if (!g) {
       e.loc = p->loc;
       if ((g = raf_emit_splat(&e, p->type, 0.0)))
@@ -566,8 +511,8 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
   free(args);
   free(ret);
   free(types);
-  pm_free(&A.grads);
-  pm_free(&A.active);
+  raf_ptrmap_free(&A.grads);
+  raf_ptrmap_free(&A.active);
   if (A.failed) {
     /* Nothing calls the half-built function; dropping it leaves the
      * module as it was (its statements stay in the arena, unreachable). */

@@ -36,8 +36,14 @@
  * has params, each of its param's type), or a module with none, is a
  * located error that says what is expected.
  *
+ * A gradient function that the amp pass loss-scaled (dtype=f16: an
+ * argument %loss_scale) gives a step that passes the scale on, skips the
+ * update when a gradient is not finite and adjusts the scale as
+ * torch.cuda.amp.GradScaler does (passes/loss_scale.c).
+ *
  * Requires: a verified module. Preserves: every existing function.
  */
+#include "passes/amp.h"
 #include "passes/emit.h"
 #include "passes/pass.h"
 
@@ -93,22 +99,8 @@ static bool read_options(const raf_pass_args *a, options *o) {
 
 /* Whether g has @f_grad's shape; otherwise reports why at g. */
 static bool check_grad_func(raf_ctx *ctx, const raf_func *g) {
-  int nparams = 0;
-  for (int i = 0; i < g->nargs; i++)
-    nparams += raf_arg_flag(&g->args[i], "param");
-  const raf_type *loss = g->nresults ? g->results[0].type : NULL;
   const char *why = NULL;
-  if (!loss || loss->rank != 0 || !raf_dtype_is_float(loss->dtype))
-    why = "its first result is not a scalar float loss";
-  else if (nparams == 0)
-    why = "it has no {param} argument";
-  else if (g->nresults != 1 + nparams)
-    why = "it does not return one gradient per {param} argument";
-  for (int i = 0, r = 1; !why && i < g->nargs; i++)
-    if (raf_arg_flag(&g->args[i], "param") &&
-        g->results[r++].type != g->args[i].value->type)
-      why = "a gradient's type differs from its param's";
-  if (why)
+  if (!raf_is_grad_func(g, &why))
     raf_diag_report(ctx, g->loc, RAF_SEV_ERROR,
                     "optimizer: @%s is not a gradient function: %s (expected "
                     "the loss, then one gradient per {param} argument, in "
@@ -353,7 +345,11 @@ static raf_status build_step(raf_ctx *ctx, raf_module *m, raf_func *gf,
   if (!ret)
     goto done;
   raf_stmt_insert_before(f, ret, NULL);
-  st = RAF_OK;
+  /* A gradient function that amp loss-scaled (dtype=f16): the step skips
+   * non-finite updates and carries the scale. */
+  st = raf_func_arg_index(gf, RAF_LOSS_SCALE) >= 0
+           ? raf_loss_scale_step(ctx, f, call_res[0]->def)
+           : RAF_OK;
 done:
   free(args);
   free(call_res);
