@@ -2,7 +2,7 @@
  * its gradient) on OpenBLAS's gemm, and cross_entropy (and its gradient)
  * with vectorized float exponentials.
  *
- * matmul(a, b) in f64 (cblas_dgemm), f32 (cblas_sgemm) and bf16, with both
+ * matmul(a, b) in f64 (cblas_dgemm), f32 (cblas_sgemm), bf16 and f16, with both
  * transpose flags (passed to gemm as CblasTrans, so nothing is copied) and
  * NumPy-broadcast batch dims: gemms per result matrix, at the operands'
  * matrix offsets (an operand whose batch dim is 1 keeps offset 0 along
@@ -24,10 +24,13 @@
  * result) when the library has it; Debian's 0.3.21 declares it in cblas.h
  * but is built without BUILD_BFLOAT16, so the symbol is a weak reference
  * that the kernel checks. Without it the operands widen to f32 (exactly)
- * and cblas_sgemm computes the same float products and sums. Either way
- * the float result rounds to bf16 to nearest even once, as cpu-ref does.
+ * and cblas_sgemm computes the same float products and sums. f16 always
+ * widens (OpenBLAS has no f16 gemm). Either way the float result rounds to
+ * bf16 or f16 to nearest even once, as cpu-ref does.
  *
- * scaled_dot_product_attention(q, k, v) and its gradient, f32: per (batch,
+ * scaled_dot_product_attention(q, k, v) and its gradient, f32, bf16 and
+ * f16 (bf16 and f16 widened exactly to float scratch, the f32 algorithm,
+ * each result rounded once to nearest even): per (batch,
  * head) matrix, in blocks of 64 query rows, S = scale * q k^T by sgemm (a
  * causal block only against the keys its last row sees), a stable softmax
  * per row (the row's maximum subtracted; exp by raf_vexpf, vmath.h; the
@@ -83,7 +86,8 @@ static void blas_single_threaded(void) {
 /* A gemm on row-major matrices, C = alpha op(A) op(B) + beta C, C [m, n]
  * with leading dimensions lda, ldb, ldc. */
 typedef struct gemm_call {
-  raf_dtype dt; /* of the buffers: RAF_F64, RAF_F32, or RAF_BF16 with C f32 */
+  raf_dtype dt; /* of the buffers: RAF_F64, RAF_F32, or RAF_BF16 with C f32
+                   (cblas_sbgemm) */
   bool ta, tb;
   int64_t m, n, k;
 } gemm_call;
@@ -207,30 +211,114 @@ static void batched_gemm(const raf_kernel *k, gemm_call g, const void *a,
   raf_kernel_parallel(k, nbatch * j.nblk, grain, mm_tasks, &j);
 }
 
-/* bf16: the float result in a scratch buffer, rounded into the output. */
-static raf_status matmul_bf16(const raf_kernel *k, gemm_call g) {
+/* ---- f16 and bf16: widened to f32 scratch, rounded once ----------------- */
+
+/* bf16 <-> float by their bits, as raf_bf16_to_float and raf_float_to_bf16
+ * (ir/module.c) compute them, written here so that the loops vectorize. */
+static inline float bf16_bits_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t quiet = (x >> 16) | 0x40;             /* NaN: stays a NaN */
+  uint32_t even = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+  return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? quiet : even);
+}
+
+/* dst[i] = src[i] widened exactly to float (dt is RAF_BF16 or RAF_F16). */
+RAF_VEC_LOOP static void widen_to_f32(float *dst, raf_dtype dt,
+                                      const uint16_t *src, int64_t n) {
+  if (dt == RAF_BF16)
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = bf16_bits_to_float(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = raf_half_to_float(src[i]);
+}
+
+/* dst[i] = src[i] rounded to nearest even into dt (RAF_BF16 or RAF_F16),
+ * as cpu-ref rounds its float results. */
+RAF_VEC_LOOP static void round_from_f32(uint16_t *dst, raf_dtype dt,
+                                        const float *src, int64_t n) {
+  if (dt == RAF_BF16)
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = float_to_bf16_bits(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++)
+      dst[i] = raf_float_to_half(src[i]);
+}
+
+/* Elements per conversion task: each element is converted alone, so the
+ * split changes no bits. */
+enum { CONVERT_GRAIN = 1 << 16 };
+
+typedef struct convert_job {
+  raf_dtype dt; /* RAF_BF16 or RAF_F16 */
+  bool widen;   /* half -> float, else float -> half */
+  float *f;
+  uint16_t *h;
+} convert_job;
+
+static void convert_range(void *data, int64_t begin, int64_t end) {
+  const convert_job *j = data;
+  if (j->widen)
+    widen_to_f32(j->f + begin, j->dt, j->h + begin, end - begin);
+  else
+    round_from_f32(j->h + begin, j->dt, j->f + begin, end - begin);
+}
+
+/* The conversions on the executor's threads. */
+static void convert(const raf_kernel *k, raf_dtype dt, bool widen, float *f,
+                    uint16_t *h, int64_t n) {
+  convert_job j = {dt, widen, f, h};
+  raf_kernel_parallel(k, n, CONVERT_GRAIN, convert_range, &j);
+}
+
+static bool is_half(raf_dtype dt) { return dt == RAF_BF16 || dt == RAF_F16; }
+
+/* A float copy of a bf16 or f16 tensor (at least one element, so that an
+ * empty tensor still gets a buffer); NULL when out of memory. */
+static float *widened_copy(const raf_kernel *k, const raf_tensor *t) {
+  int64_t n = t->type->numel;
+  float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+  if (w)
+    convert(k, t->type->dtype, true, w, t->data, n);
+  return w;
+}
+
+/* bf16 and f16: the float result in a scratch buffer, rounded into the
+ * output once. bf16 operands go to cblas_sbgemm when the library has it;
+ * otherwise (and always for f16, which OpenBLAS has no gemm for) they
+ * widen exactly to f32 for cblas_sgemm, which computes the same float
+ * products and sums. */
+static raf_status matmul_half(const raf_kernel *k, gemm_call g) {
   const raf_tensor *a = k->in[0], *b = k->in[1];
   raf_tensor *out = k->out[0];
+  raf_dtype dt = a->type->dtype;
   float *c = malloc((size_t)out->type->numel * sizeof *c);
   float *wa = NULL, *wb = NULL;
-  bool widen = !cblas_sbgemm;
+  bool widen = dt == RAF_F16 || !cblas_sbgemm;
   if (c && widen) {
-    wa = malloc((size_t)(a->type->numel ? a->type->numel : 1) * sizeof *wa);
-    wb = malloc((size_t)(b->type->numel ? b->type->numel : 1) * sizeof *wb);
+    wa = widened_copy(k, a);
+    wb = widened_copy(k, b);
   }
   raf_status rc = RAF_OK;
   if (!c || (widen && (!wa || !wb))) {
-    rc = raf_kernel_fail(k, "out of memory for the bf16 working buffers");
+    rc = raf_kernel_fail(k, "out of memory for the %s working buffers",
+                         raf_dtype_name(dt));
   } else if (widen) {
-    raf_elem_convert(RAF_F32, wa, RAF_BF16, a->data, a->type->numel);
-    raf_elem_convert(RAF_F32, wb, RAF_BF16, b->data, b->type->numel);
     g.dt = RAF_F32;
     batched_gemm(k, g, wa, sizeof *wa, wb, sizeof *wb, c, sizeof *c);
   } else {
     batched_gemm(k, g, a->data, 2, b->data, 2, c, sizeof *c);
   }
   if (rc == RAF_OK)
-    raf_elem_convert(RAF_BF16, out->data, RAF_F32, c, out->type->numel);
+    convert(k, dt, false, c, out->data, out->type->numel);
   free(c);
   free(wa);
   free(wb);
@@ -246,7 +334,7 @@ static raf_status cblas_matmul(const raf_kernel *k) {
                  .m = ot->dims[ot->rank - 2],
                  .n = ot->dims[ot->rank - 1]};
   g.k = at->dims[at->rank - 1 - g.ta];
-  if (dt != RAF_F64 && dt != RAF_F32 && dt != RAF_BF16)
+  if (dt != RAF_F64 && dt != RAF_F32 && !is_half(dt))
     return raf_kernel_fail(k, "cblas has no matmul for %s",
                            raf_dtype_name(dt));
   if (ot->numel == 0)
@@ -260,8 +348,8 @@ static raf_status cblas_matmul(const raf_kernel *k) {
                            "(%lld x %lld x %lld)", (long long)g.m,
                            (long long)g.k, (long long)g.n);
   blas_single_threaded();
-  if (dt == RAF_BF16)
-    return matmul_bf16(k, g);
+  if (is_half(dt))
+    return matmul_half(k, g);
   size_t size = (size_t)raf_dtype_size(dt);
   batched_gemm(k, g, k->in[0]->data, size, k->in[1]->data, size,
                k->out[0]->data, size);
@@ -369,11 +457,12 @@ RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
     x[e] *= by;
 }
 
-/* ---- scaled_dot_product_attention and its gradient (f32) ------------------ */
+/* ---- scaled_dot_product_attention and its gradient ----------------------- */
 
 typedef struct att_job {
-  const float *q, *k, *v, *dy;
-  float *out, *dq, *dk, *dv; /* out for the forward, dq dk dv backward */
+  raf_dtype dt; /* of every operand and result: f32, bf16 or f16 */
+  const void *q, *k, *v, *dy;
+  void *out, *dq, *dk, *dv; /* out for the forward, dq dk dv backward */
   int64_t lq, lk, d, dv_;
   bool causal;
   float scale;
@@ -426,25 +515,61 @@ static int64_t block_keys(const att_job *j, int64_t i0, int64_t rows) {
   return j->causal ? min64(j->lk, i0 + rows) : j->lk;
 }
 
+/* Matrix `index` (n elements each) of a tensor at base, as floats: the
+ * tensor's own in f32; bf16 and f16 widened exactly into scratch. */
+static const float *item_in(const att_job *j, const void *base, int64_t index,
+                            int64_t n, float *scratch) {
+  if (j->dt == RAF_F32)
+    return (const float *)base + index * n;
+  widen_to_f32(scratch, j->dt, (const uint16_t *)base + index * n, n);
+  return scratch;
+}
+
+/* Where matrix `index` of a result is computed in float: in place in f32,
+ * else in scratch, which item_store rounds into the result once. */
+static float *item_out(const att_job *j, void *base, int64_t index, int64_t n,
+                       float *scratch) {
+  return j->dt == RAF_F32 ? (float *)base + index * n : scratch;
+}
+
+static void item_store(const att_job *j, void *base, int64_t index, int64_t n,
+                       const float *scratch) {
+  if (j->dt != RAF_F32)
+    round_from_f32((uint16_t *)base + index * n, j->dt, scratch, n);
+}
+
+/* A task's float buffers: `floats` of working space, and in bf16 or f16
+ * the `halves` floats of the widened matrices of one (batch, head); NULL
+ * (the job marked out of memory) when there is no memory. */
+static float *task_buffers(att_job *j, int64_t floats, int64_t halves) {
+  int64_t n = floats + (j->dt == RAF_F32 ? 0 : halves) + 1;
+  float *buf = malloc((size_t)n * sizeof *buf);
+  if (!buf)
+    atomic_store(&j->out_of_memory, true);
+  return buf;
+}
+
 static void att_forward_items(void *data, int64_t begin, int64_t end) {
   att_job *j = data;
   const int64_t Lq = j->lq, Lk = j->lk, D = j->d, Dv = j->dv_;
   int64_t rb = Lq ? min64(Lq, ATT_ROWS) : 1;
-  float *s = malloc((size_t)(rb * Lk + 1) * sizeof *s);
-  if (!s) {
-    atomic_store(&j->out_of_memory, true);
+  float *s = task_buffers(j, rb * Lk, Lq * D + Lk * D + Lk * Dv + Lq * Dv);
+  if (!s)
     return;
-  }
+  float *wq = s + rb * Lk, *wk = wq + Lq * D, *wv = wk + Lk * D,
+        *wo = wv + Lk * Dv;
   for (int64_t bh = begin; bh < end; bh++) {
-    const float *q = j->q + bh * Lq * D, *k = j->k + bh * Lk * D,
-                *v = j->v + bh * Lk * Dv;
-    float *o = j->out + bh * Lq * Dv;
+    const float *q = item_in(j, j->q, bh, Lq * D, wq),
+                *k = item_in(j, j->k, bh, Lk * D, wk),
+                *v = item_in(j, j->v, bh, Lk * Dv, wv);
+    float *o = item_out(j, j->out, bh, Lq * Dv, wo);
     for (int64_t i0 = 0; i0 < Lq; i0 += rb) {
       int64_t rows = min64(rb, Lq - i0), kmax = block_keys(j, i0, rows);
       probabilities(j, q, k, i0, rows, kmax, s);
       sgemm(false, false, rows, Dv, kmax, 1.0f, s, kmax, v, Dv, 0.0f,
             o + i0 * Dv, Dv);
     }
+    item_store(j, j->out, bh, Lq * Dv, o);
   }
   free(s);
 }
@@ -453,17 +578,22 @@ static void att_backward_items(void *data, int64_t begin, int64_t end) {
   att_job *j = data;
   const int64_t Lq = j->lq, Lk = j->lk, D = j->d, Dv = j->dv_;
   int64_t rb = Lq ? min64(Lq, ATT_ROWS) : 1;
-  float *p = malloc((size_t)(2 * rb * Lk + 1) * sizeof *p);
-  if (!p) {
-    atomic_store(&j->out_of_memory, true);
+  float *p = task_buffers(j, 2 * rb * Lk,
+                          2 * (Lq * D + Lk * D + Lk * Dv) + Lq * Dv);
+  if (!p)
     return;
-  }
   float *ds = p + rb * Lk;
+  float *wq = ds + rb * Lk, *wk = wq + Lq * D, *wv = wk + Lk * D,
+        *wdy = wv + Lk * Dv, *wdq = wdy + Lq * Dv, *wdk = wdq + Lq * D,
+        *wdv = wdk + Lk * D;
   for (int64_t bh = begin; bh < end; bh++) {
-    const float *q = j->q + bh * Lq * D, *k = j->k + bh * Lk * D,
-                *v = j->v + bh * Lk * Dv, *dy = j->dy + bh * Lq * Dv;
-    float *dq = j->dq + bh * Lq * D, *dk = j->dk + bh * Lk * D,
-          *dv = j->dv + bh * Lk * Dv;
+    const float *q = item_in(j, j->q, bh, Lq * D, wq),
+                *k = item_in(j, j->k, bh, Lk * D, wk),
+                *v = item_in(j, j->v, bh, Lk * Dv, wv),
+                *dy = item_in(j, j->dy, bh, Lq * Dv, wdy);
+    float *dq = item_out(j, j->dq, bh, Lq * D, wdq),
+          *dk = item_out(j, j->dk, bh, Lk * D, wdk),
+          *dv = item_out(j, j->dv, bh, Lk * Dv, wdv);
     memset(dk, 0, (size_t)(Lk * D) * sizeof *dk);
     memset(dv, 0, (size_t)(Lk * Dv) * sizeof *dv);
     for (int64_t i0 = 0; i0 < Lq; i0 += rb) {
@@ -493,6 +623,9 @@ static void att_backward_items(void *data, int64_t begin, int64_t end) {
       sgemm(true, false, kmax, D, rows, 1.0f, ds, kmax, q + i0 * D, D, 1.0f,
             dk, D);
     }
+    item_store(j, j->dq, bh, Lq * D, dq);
+    item_store(j, j->dk, bh, Lk * D, dk);
+    item_store(j, j->dv, bh, Lk * Dv, dv);
   }
   free(p);
 }
@@ -511,9 +644,6 @@ static raf_status attention_common(const raf_kernel *k, att_job *j,
                          ? scale.u.f
                          : 1.0 / sqrt((double)j->d));
   atomic_init(&j->out_of_memory, false);
-  if (qt->dtype != RAF_F32)
-    return raf_kernel_fail(k, "cblas has no attention for %s",
-                           raf_dtype_name(qt->dtype));
   if (!fits_blasint(j->lq) || !fits_blasint(j->lk) || !fits_blasint(j->d) ||
       !fits_blasint(j->dv_))
     return raf_kernel_fail(k, "attention dimensions exceed the BLAS integer");
@@ -532,18 +662,34 @@ static raf_status attention_common(const raf_kernel *k, att_job *j,
   return RAF_OK;
 }
 
+/* bf16 and f16 run the f32 algorithm on each (batch, head)'s matrices
+ * widened exactly to float, each result rounded once to nearest even
+ * (cpu-ref, too, rounds its results once), instead of leaving them to the
+ * reference's double kernels. */
+static raf_status check_attention_dtype(const raf_kernel *k, raf_dtype dt) {
+  if (dt == RAF_F32 || is_half(dt))
+    return RAF_OK;
+  return raf_kernel_fail(k, "cblas has no attention for %s",
+                         raf_dtype_name(dt));
+}
+
 static raf_status cblas_attention(const raf_kernel *k) {
-  att_job j = {.q = k->in[0]->data, .k = k->in[1]->data,
-               .v = k->in[2]->data, .out = k->out[0]->data};
+  att_job j = {.dt = k->in[0]->type->dtype, .q = k->in[0]->data,
+               .k = k->in[1]->data, .v = k->in[2]->data,
+               .out = k->out[0]->data};
+  if (check_attention_dtype(k, j.dt) != RAF_OK)
+    return RAF_ERROR;
   return attention_common(k, &j, k->in[0]->type, k->in[1]->type,
                           k->in[2]->type, false);
 }
 
 static raf_status cblas_attention_grad(const raf_kernel *k) {
-  att_job j = {.dy = k->in[0]->data, .q = k->in[1]->data,
-               .k = k->in[2]->data, .v = k->in[3]->data,
-               .dq = k->out[0]->data, .dk = k->out[1]->data,
-               .dv = k->out[2]->data};
+  att_job j = {.dt = k->in[1]->type->dtype, .dy = k->in[0]->data,
+               .q = k->in[1]->data, .k = k->in[2]->data,
+               .v = k->in[3]->data, .dq = k->out[0]->data,
+               .dk = k->out[1]->data, .dv = k->out[2]->data};
+  if (check_attention_dtype(k, j.dt) != RAF_OK)
+    return RAF_ERROR;
   return attention_common(k, &j, k->in[1]->type, k->in[2]->type,
                           k->in[3]->type, true);
 }

@@ -38,7 +38,8 @@ int main(void) {
   CHECK(raf_dialect_from_name("cblas", 5, &d) && d == RAF_DIALECT_CBLAS);
   CHECK(!raf_dialect_from_name("cbla", 4, &d));
   CHECK(raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_F32));
-  CHECK(!raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_F16));
+  CHECK(raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_F16));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_MATMUL, RAF_I32));
   CHECK(!raf_dialect_implements(RAF_DIALECT_CBLAS, RAF_OP_ADD, RAF_F32));
   /* The llvm dialect compiles fused functions and runs nothing alone. */
   CHECK(raf_dialect_from_name("llvm", 4, &d) && d == RAF_DIALECT_LLVM);
