@@ -13,6 +13,11 @@
  *     columns, which the lowering walks in tiles of columns): full results
  *     with and without the reduction, and its consumers; with scalar libm
  *     bit-identical to cpu-ref's, whole tiles and the columns left alike;
+ *   - mixed-precision programs (amp's): arguments and values in f32, bf16
+ *     and f16, binary ops across dtypes through casts, casts between
+ *     them; with scalar libm bit-identical to cpu-ref's; with a row op
+ *     computed in f32 between casts, equal within its double sums'
+ *     reassociation;
  *   - with the vectorised math (the default), results within a relative
  *     1e-3 of cpu-ref's (the chains amplify libmvec's few ulp), and
  *     bit-identical at 1 and 3 threads.
@@ -195,6 +200,133 @@ static char *elementwise_program(raf_dtype dt) {
   int res[3] = {nv - 1}, nres = 1 + (int)rand_int(0, 2);
   for (int i = 1; i < nres; i++)
     res[i] = (int)rand_int(nin, nv - 1);
+  put_signature(&sig, "main", vals, nin, res, nres);
+  put(&sig, " {\n  ");
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%r%d", i ? ", " : "", i);
+  put(&sig, " = call @fused_0(");
+  for (int i = 0; i < nin; i++)
+    put(&sig, "%s%%%s", i ? ", " : "", vals[i].name);
+  put(&sig, ")\n  return ");
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%r%d", i ? ", " : "", i);
+  put(&sig, "\n}\n\n");
+  put_signature(&sig, "fused_0", vals, nin, res, nres);
+  put(&sig, " {fused} {\n%s  return ", body.s);
+  for (int i = 0; i < nres; i++)
+    put(&sig, "%s%%%s", i ? ", " : "", vals[res[i]].name);
+  put(&sig, "\n}\n");
+  free(body.s);
+  return sig.s;
+}
+
+/* The dtypes of mixed precision (the amp pass's): f32 master values, bf16
+ * and f16 activations. */
+static const raf_dtype MIXED[] = {RAF_F32, RAF_BF16, RAF_F16};
+
+/* Appends `%<name> = cast(%<v>)` to dtype `to` when v is not of it; the
+ * value to use (v itself, or the cast, stored in vals[*nv]). */
+static gval *cast_to(text *body, gval *vals, int *nv, gval *v, raf_dtype to,
+                     const char *name) {
+  if (v->dt == to)
+    return v;
+  gval *c = &vals[(*nv)++];
+  *c = *v;
+  c->dt = to;
+  snprintf(c->name, sizeof c->name, "%s", name);
+  put(body, "  %%%s = cast(%%%s) {dtype = %s}\n", c->name, v->name,
+      raf_dtype_name(to));
+  return c;
+}
+
+/* A random mixed-precision fused function @fused_0 and a @main calling
+ * it: arguments in f32, bf16 and f16, elementwise ops in each operand's
+ * dtype, binary ops across dtypes through casts (as amp writes them),
+ * casts between the three, and when `row` a row op (softmax,
+ * log_softmax, layer_norm, a sum or mean over the last axis) computed in
+ * f32 on a cast of a narrow value and cast back, as amp keeps reductions
+ * in f32. Results in every dtype. */
+static char *mixed_program(bool row) {
+  gval F = {.rank = (int)rand_int(1, 3)};
+  for (int d = 0; d < F.rank; d++)
+    F.dims[d] = rand_int(1, 6);
+  if (rand_int(0, 2) == 0)
+    F.dims[F.rank - 1] = rand_int(20, 300);
+  gval vals[96];
+  int nv = 0, nin = (int)rand_int(2, 4);
+  for (int i = 0; i < nin; i++) {
+    gval *v = &vals[nv++];
+    snprintf(v->name, sizeof v->name, "a%d", i);
+    v->dt = MIXED[rand_int(0, N(MIXED) - 1)];
+    v->rank = i == 0 ? F.rank : (int)rand_int(0, F.rank);
+    for (int d = 0; d < v->rank; d++)
+      v->dims[d] = i > 0 && rand_int(0, 2) == 0
+                       ? 1
+                       : F.dims[d + F.rank - v->rank];
+  }
+  text body = {0}, sig = {0};
+  int nstmts = (int)rand_int(3, 12), first = nv;
+  int row_at = row ? (int)rand_int(0, nstmts - 1) : -1;
+  for (int k = 0; k < nstmts && nv < N(vals) - 4; k++) {
+    gval *a = &vals[rand_int(0, nv - 1)];
+    gval *b = &vals[rand_int(0, nv - 1)];
+    char cname[16];
+    snprintf(cname, sizeof cname, "v%d.c", k);
+    gval r = {.dt = a->dt};
+    snprintf(r.name, sizeof r.name, "v%d", k);
+    int kind = (int)rand_int(0, 7);
+    if (k == row_at) { /* f32 row op on the full shape, cast back */
+      a = cast_to(&body, vals, &nv, &vals[0], RAF_F32, cname);
+      r.dt = vals[0].dt;
+      r.rank = a->rank;
+      memcpy(r.dims, a->dims, sizeof r.dims);
+      int op = (int)rand_int(0, 4);
+      int64_t C = a->dims[a->rank - 1];
+      if (op == 0)
+        put(&body, "  %%%s.r = softmax(%%%s)\n", r.name, a->name);
+      else if (op == 1)
+        put(&body, "  %%%s.r = log_softmax(%%%s)\n", r.name, a->name);
+      else if (op == 2)
+        put(&body, "  %%%s.g = constant 1.5 : f32[%lld]\n"
+                   "  %%%s.r = layer_norm(%%%s, %%%s.g, %%%s.g)\n",
+            r.name, (long long)C, r.name, a->name, r.name, r.name);
+      else
+        put(&body, "  %%%s.r = %s(%%%s) {axes = [-1], keepdims}\n", r.name,
+            op == 3 ? "sum" : "mean", a->name);
+      if (op >= 3)
+        r.dims[r.rank - 1] = 1;
+      put(&body, "  %%%s = cast(%%%s.r) {dtype = %s}\n", r.name, r.name,
+          raf_dtype_name(r.dt));
+    } else if (kind <= 2) { /* unary in a's dtype */
+      const char *op = FLOAT_UNARY[rand_int(0, N(FLOAT_UNARY) - 2)];
+      r.rank = a->rank;
+      memcpy(r.dims, a->dims, sizeof r.dims);
+      put(&body, "  %%%s = %s(%%%s)\n", r.name, op, a->name);
+    } else if (kind <= 5) { /* binary: b cast to a's dtype first */
+      b = cast_to(&body, vals, &nv, b, a->dt, cname);
+      bcast(a, b, &r);
+      put(&body, "  %%%s = %s(%%%s, %%%s)\n", r.name,
+          FLOAT_BINARY[rand_int(0, N(FLOAT_BINARY) - 1)], a->name, b->name);
+    } else if (kind == 6) { /* where(compare) across dtypes */
+      b = cast_to(&body, vals, &nv, b, a->dt, cname);
+      bcast(a, b, &r);
+      put(&body, "  %%%s.p = %s(%%%s, %%%s)\n", r.name,
+          COMPARE[rand_int(0, N(COMPARE) - 1)], a->name, b->name);
+      put(&body, "  %%%s = where(%%%s.p, %%%s, %%%s)\n", r.name, r.name,
+          a->name, b->name);
+    } else { /* a cast into another of the three */
+      r.dt = MIXED[rand_int(0, N(MIXED) - 1)];
+      r.rank = a->rank;
+      memcpy(r.dims, a->dims, sizeof r.dims);
+      put(&body, "  %%%s = cast(%%%s) {dtype = %s}\n", r.name, a->name,
+          raf_dtype_name(r.dt));
+    }
+    vals[nv++] = r;
+  }
+  /* Results: the last value, and up to two more made in the body. */
+  int res[3] = {nv - 1}, nres = 1 + (int)rand_int(0, 2);
+  for (int i = 1; i < nres; i++)
+    res[i] = (int)rand_int(first, nv - 1);
   put_signature(&sig, "main", vals, nin, res, nres);
   put(&sig, " {\n  ");
   for (int i = 0; i < nres; i++)
@@ -563,6 +695,18 @@ int main(void) {
     taken += compiles(text);
     total++;
     check_program(text, 0, i % 2 == 0);
+    free(text);
+  }
+  /* Mixed precision: f32, bf16 and f16 through casts, elementwise
+   * bit-identical; with a row op in f32 between casts, within the
+   * reassociation of its double sums and one rounding of the result to
+   * bf16 (which that can flip). */
+  for (int i = 0; i < 120; i++) {
+    bool row = i % 3 == 2;
+    char *text = mixed_program(row);
+    taken += compiles(text);
+    total++;
+    check_program(text, row ? 1.6e-2 : 0, i % 6 == 0);
     free(text);
   }
   /* The vectorised math. */
