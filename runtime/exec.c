@@ -493,6 +493,21 @@ void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d) {
 
 /* ---- Running -------------------------------------------------------------- */
 
+/* ---- --check-numerics ------------------------------------------------------
+ *
+ * After each statement its float results are scanned (f16 and bf16 too);
+ * the first NaN or Inf is an error at the statement, naming the op, the
+ * result and the element. A call that a dialect ran as one kernel (a
+ * fused function compiled by llvm) made its values inside the kernel,
+ * where no statement can be named: it is replayed, its callee run
+ * statement by statement on the same operands with the check on, so that
+ * the error names the statement inside the fused function that made the
+ * value, at its location, and a note names the call. Operands the kernel
+ * computed results over (in place) are copied before it runs, so the
+ * replay reads what the kernel read. If the replay makes no NaN or Inf
+ * (a kernel's vectorised math can differ from libm in the last ulp), the
+ * error names the call. */
+
 /* The first NaN or Inf among t's elements, or -1. */
 static int64_t first_non_finite(const raf_tensor *t) {
   raf_dtype dt = t->type->dtype;
@@ -504,25 +519,105 @@ static int64_t first_non_finite(const raf_tensor *t) {
   return -1;
 }
 
-static raf_status check_numerics(raf_exec *ex, const raf_stmt *s,
-                                 raf_tensor *const *out) {
-  for (int r = 0; r < s->nresults; r++) {
-    int64_t i = first_non_finite(out[r]);
-    if (i < 0)
+/* Whether a step is a call its dialect runs as one kernel. */
+static bool runs_as_kernel(const step *st) {
+  return st->stmt->op == RAF_OP_CALL && st->kernel && st->callee;
+}
+
+/* Before a call's kernel runs under --check-numerics: copies (not counted
+ * as tensor memory) of the operands whose buffers a result shares, for a
+ * replay; *saved NULL when there are none. */
+static raf_status save_overwritten(const step *st, raf_tensor *const *in,
+                                   raf_tensor *const *out,
+                                   raf_tensor **saved) {
+  const raf_stmt *s = st->stmt;
+  *saved = NULL;
+  for (int i = 0; i < s->noperands; i++) {
+    bool shared = false;
+    for (int r = 0; r < s->nresults && !shared; r++)
+      shared = in[i]->data && in[i]->data == out[r]->data;
+    if (!shared)
       continue;
-    double v = raf_elem_get_f64(out[r]->type->dtype, out[r]->data, i);
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "%s: result %%%s has %s at flat index %lld "
-                    "(--check-numerics)",
-                    raf_op_table[s->op].name, s->results[r]->name,
-                    isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf", (long long)i);
-    return RAF_ERROR;
+    if (!*saved && !(*saved = calloc((size_t)s->noperands, sizeof **saved)))
+      return RAF_ERROR;
+    raf_tensor *c = &(*saved)[i];
+    *c = *in[i];
+    c->data = malloc(in[i]->nbytes ? in[i]->nbytes : 1);
+    if (!c->data)
+      return RAF_ERROR;
+    memcpy(c->data, in[i]->data, in[i]->nbytes);
   }
   return RAF_OK;
 }
 
+static void free_saved(const step *st, raf_tensor *saved) {
+  for (int i = 0; saved && i < st->stmt->noperands; i++)
+    free(saved[i].data);
+  free(saved);
+}
+
 static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
                            raf_tensor **results);
+
+/* Runs the callee of a kernel call statement by statement on the operands
+ * (saved copies where the kernel overwrote them), with the check on:
+ * RAF_ERROR when a statement inside reported. */
+static raf_status replay_call(raf_exec *ex, const step *st,
+                              raf_tensor *const *in, raf_tensor *saved) {
+  const raf_stmt *s = st->stmt;
+  raf_tensor **args = calloc((size_t)s->noperands + 1, sizeof *args);
+  raf_tensor **made = calloc((size_t)s->nresults + 1, sizeof *made);
+  raf_status rc = RAF_ERROR;
+  if (args && made) {
+    for (int i = 0; i < s->noperands; i++)
+      args[i] = saved && saved[i].data ? &saved[i] : in[i];
+    rc = run_plan(ex, st->callee, args, made);
+    for (int r = 0; rc == RAF_OK && r < s->nresults; r++)
+      raf_exec_free(ex, made[r]);
+  }
+  free(args);
+  free(made);
+  return rc;
+}
+
+static raf_status check_numerics(raf_exec *ex, const step *st,
+                                 raf_tensor *const *in,
+                                 raf_tensor *const *out, raf_tensor *saved) {
+  const raf_stmt *s = st->stmt;
+  for (int r = 0; r < s->nresults; r++) {
+    int64_t i = first_non_finite(out[r]);
+    if (i < 0)
+      continue;
+    raf_dtype dt = out[r]->type->dtype;
+    double v = raf_elem_get_f64(dt, out[r]->data, i);
+    const char *what = isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
+    const char *dialect = raf_stmt_attr_str(s, "dialect");
+    if (runs_as_kernel(st) && replay_call(ex, st, in, saved) != RAF_OK) {
+      raf_diag_report(ex->ctx, s->loc, RAF_SEV_NOTE,
+                      "in @%s, called here (its %s kernel made result %%%s "
+                      "%s at flat index %lld)",
+                      s->callee->name, dialect ? dialect : "compiled",
+                      s->results[r]->name, what, (long long)i);
+      return RAF_ERROR;
+    }
+    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
+                    "%s: result %%%s has %s at flat index %lld "
+                    "(--check-numerics)",
+                    raf_op_table[s->op].name, s->results[r]->name, what,
+                    (long long)i);
+    if (dt == RAF_F16 && !isnan(v) && !runs_as_kernel(st))
+      raf_diag_report(ex->ctx, s->loc, RAF_SEV_NOTE,
+                      "f16's largest finite value is 65504: a larger result "
+                      "is Inf");
+    if (runs_as_kernel(st))
+      raf_diag_report(ex->ctx, s->loc, RAF_SEV_NOTE,
+                      "the statements of @%s, run one by one on the same "
+                      "operands, make no NaN or Inf",
+                      s->callee->name);
+    return RAF_ERROR;
+  }
+  return RAF_OK;
+}
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -585,8 +680,8 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
   raf_kernel k = {ex, s, s->noperands, s->nresults, in, out, st->bound};
   if (run_kernel(ex, st, &k) != RAF_OK)
     return RAF_ERROR;
-  if (ex->opts.check_numerics)
-    return check_numerics(ex, s, out);
+  if (ex->opts.check_numerics) /* results are fresh: nothing overwritten */
+    return check_numerics(ex, st, in, out, NULL);
   return RAF_OK;
 }
 
@@ -886,14 +981,24 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
     }
     if (rc != RAF_OK || m->skip[k])
       continue;
+    raf_tensor *saved = NULL; /* --check-numerics: operands overwritten */
     if (s->op == RAF_OP_CALL && (!st->kernel || m->interp[k])) {
       rc = call_into(ex, st, in, out);
     } else {
+      if (ex->opts.check_numerics && runs_as_kernel(st) &&
+          save_overwritten(st, in, out, &saved) != RAF_OK) {
+        raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
+                        "call: out of memory saving operands for "
+                        "--check-numerics");
+        rc = RAF_ERROR;
+      }
       raf_kernel kn = {ex, s, s->noperands, s->nresults, in, out, st->bound};
-      rc = run_kernel(ex, st, &kn);
+      if (rc == RAF_OK)
+        rc = run_kernel(ex, st, &kn);
     }
     if (rc == RAF_OK && ex->opts.check_numerics)
-      rc = check_numerics(ex, s, out);
+      rc = check_numerics(ex, st, in, out, saved);
+    free_saved(st, saved);
     int64_t t0 = m->moves[k] && ex->opts.profile ? now_ns() : 0;
     for (int r = 0; rc == RAF_OK && m->moves[k] && r < s->nresults; r++) {
       const raf_mem_value *v = &mp->v[st->out[r]];
