@@ -1,9 +1,10 @@
 /* randprog.h: the common part of the random-program generators of the
  * property tests of passes (test_fuse_random, test_plan_memory): values of
- * rank 0..2 over two sizes R and C, the program text statement by
- * statement, and the function around it. Each test has its own statements
- * and its own way of picking operands. Header-only (static inline), as
- * program.h. */
+ * rank 0..2 over two sizes R and C, in one float dtype per program (f32,
+ * bf16 or f16, as the amp pass leaves activations), the program text
+ * statement by statement, and the function around it. Each test has its
+ * own statements and its own way of picking operands. Header-only (static
+ * inline), as program.h. */
 #ifndef RAF_TEST_RANDPROG_H
 #define RAF_TEST_RANDPROG_H
 
@@ -13,13 +14,16 @@
 
 #define MAXV 96
 
-enum { K_F32, K_BOOL, K_I64 };
+enum { K_F32, K_BOOL, K_I64 }; /* K_F32: the program's float dtype */
 
 typedef struct val {
   int rank;
   int64_t d[2];
   int kind; /* K_*: compares make bools, argmax labels */
 } val;
+
+/* The float dtypes a program may be written in. */
+static const raf_dtype RANDPROG_FLOATS[] = {RAF_F32, RAF_BF16, RAF_F16};
 
 typedef struct gen {
   char *buf; /* the statements, then (wrap_function) the whole function */
@@ -28,7 +32,19 @@ typedef struct gen {
   int n;
   int64_t R, C;
   int nparams; /* test_plan_memory's params */
+  raf_dtype fdt; /* the float dtype of K_F32 values (choose_dtype) */
 } gen;
+
+/* Picks the program's float dtype: f32 half of the time, else bf16 or
+ * f16. */
+static inline void choose_dtype(gen *g) {
+  g->fdt = rand_int(0, 1) ? RAF_F32 : RANDPROG_FLOATS[rand_int(1, 2)];
+}
+
+/* The float dtype's name, for the program text. */
+static inline const char *fname(const gen *g) {
+  return raf_dtype_name(g->fdt);
+}
 
 static inline void emit(gen *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -41,13 +57,14 @@ static inline void emit(gen *g, const char *fmt, ...) {
     g->len += (size_t)k;
 }
 
-/* A new f32 value %v<n>; its number. */
+/* A new float value %v<n>; its number. */
 static inline int new_val(gen *g, int rank, int64_t d0, int64_t d1) {
   g->v[g->n] = (val){rank, {d0, d1}, K_F32};
   return g->n++;
 }
 
-/* NumPy broadcasting of a and b into out (f32); false when they do not. */
+/* NumPy broadcasting of a and b into out (float); false when they do
+ * not. */
 static inline bool bcast(const val *a, const val *b, val *out) {
   int r = a->rank > b->rank ? a->rank : b->rank;
   out->rank = r;
@@ -62,16 +79,31 @@ static inline bool bcast(const val *a, const val *b, val *out) {
   return true;
 }
 
-/* Whether %v<k> is an f32[R,C]. */
+/* Whether %v<k> is a float [R,C]. */
 static inline bool is_rc(const gen *g, int k) {
   return g->v[k].rank == 2 && g->v[k].d[0] == g->R && g->v[k].d[1] == g->C &&
          g->v[k].kind == K_F32;
 }
 
-static inline void type_of(const val *x, char *buf, size_t size) {
+static inline void type_of(const gen *g, const val *x, char *buf,
+                           size_t size) {
   raf_dtype dt = x->kind == K_BOOL ? RAF_BOOL : x->kind == K_I64 ? RAF_I64
-                                                                 : RAF_F32;
+                                                                 : g->fdt;
   type_text(buf, size, dt, x->rank, x->d);
+}
+
+/* %v<r> = a through another float dtype and back (the casts amp writes
+ * between f32, bf16 and f16): appended, r returned. */
+static inline int cast_round_trip(gen *g, int a) {
+  raf_dtype other = g->fdt;
+  while (other == g->fdt)
+    other = RANDPROG_FLOATS[rand_int(0, 2)];
+  const val *va = &g->v[a];
+  int r = new_val(g, va->rank, va->d[0], va->d[1]);
+  emit(g, "  %%v%d.t = cast(%%v%d) {dtype = %s}\n", r, a,
+       raf_dtype_name(other));
+  emit(g, "  %%v%d = cast(%%v%d.t) {dtype = %s}\n", r, r, fname(g));
+  return r;
 }
 
 /* Makes g->buf the function `func @f(ARGS) -> (LEAD..., res's types) {`,
@@ -90,7 +122,7 @@ static inline void wrap_function(gen *g, const char *args,
                         lead_results);
   for (int j = 0; j < nres; j++) {
     char t[64];
-    type_of(&g->v[res[j]], t, sizeof t);
+    type_of(g, &g->v[res[j]], t, sizeof t);
     n += (size_t)snprintf(text + n, cap - n, "%s%s", j ? ", " : "", t);
   }
   n += (size_t)snprintf(text + n, cap - n, ") {\n");

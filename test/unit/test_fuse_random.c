@@ -4,7 +4,9 @@
  * over some or all axes with and without keepdims, softmax, log_softmax,
  * layer_norm, cross_entropy, reshape, transpose, slice, scalar constants,
  * and matmul and split as ops that stay outside groups and so make cycles
- * possible) run through the executor as written and after the fuse pass
+ * possible), in f32, bf16 or f16 (half the programs f32) with casts
+ * through the other two and back, run through the executor as written and
+ * after the fuse pass
  * (with a random max-group-size); every result must be bit-identical, the
  * fused module must verify, and the fused functions must be called (the
  * test counts them, so that it fails if fusion stops happening). Fixed
@@ -47,7 +49,7 @@ static void statement(gen *g) {
   static const char *reduce[] = {"sum", "max", "mean", "min"};
   int a = pick(g, true);
   const val *va = &g->v[a];
-  int kind = (int)rand_int(0, 15);
+  int kind = (int)rand_int(0, 16);
   int r;
   switch (kind) {
   case 0: case 1: case 2: { /* unary */
@@ -68,7 +70,8 @@ static void statement(gen *g) {
   }
   case 7: { /* a scalar constant */
     int c = new_val(g, 0, 0, 0);
-    emit(g, "  %%v%d = constant %g : f32[]\n", c, (double)rand_int(1, 9) / 4);
+    emit(g, "  %%v%d = constant %g : %s[]\n", c, (double)rand_int(1, 9) / 4,
+         fname(g));
     r = new_val(g, va->rank, va->d[0], va->d[1]);
     emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, a, c);
     return;
@@ -155,6 +158,9 @@ static void statement(gen *g) {
     }
     return;
   }
+  case 14: /* through another float dtype and back */
+    cast_round_trip(g, a);
+    return;
   case 13: { /* split in two along an axis: stays out of every group */
     if (va->rank == 0)
       return;
@@ -185,6 +191,7 @@ static void statement(gen *g) {
 static void program_text(gen *g) {
   g->len = 0;
   g->n = 0;
+  choose_dtype(g);
   g->R = rand_int(1, 5);
   g->C = rand_int(1, 7);
   new_val(g, 2, g->R, g->C); /* %v0 .. %v3: the broadcastable arguments */
@@ -206,11 +213,13 @@ static void program_text(gen *g) {
       res[nres++] = k;
   }
   char args[256];
+  const char *f = fname(g);
   snprintf(args, sizeof args,
-           "%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
-           "%%v3: f32[], %%w: f32[%lld,%lld], %%g: f32[%lld], %%bt: f32[%lld]",
-           (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
-           (long long)g->C, (long long)g->C, (long long)g->C, (long long)g->C);
+           "%%v0: %s[%lld,%lld], %%v1: %s[%lld], %%v2: %s[%lld,1], "
+           "%%v3: %s[], %%w: %s[%lld,%lld], %%g: %s[%lld], %%bt: %s[%lld]",
+           f, (long long)g->R, (long long)g->C, f, (long long)g->C, f,
+           (long long)g->R, f, f, (long long)g->C, (long long)g->C, f,
+           (long long)g->C, f, (long long)g->C);
   wrap_function(g, args, "", "", res, nres);
 }
 

@@ -2,7 +2,8 @@
  *
  * Random straight-line programs (elementwise and broadcast ops, compares
  * and where, reductions, softmax, matmul, reshapes, split, scalar
- * constants) with params that results update (an optimizer-like step:
+ * constants, casts through another float dtype and back), in f32, bf16 or
+ * f16 (half the programs f32), with params that results update (an optimizer-like step:
  * some params read again after their update is made, some not) run
  * through the executor unplanned and after a random pipeline ending in
  * plan-memory (with or without in place and donation, after fuse or not).
@@ -39,7 +40,7 @@ static void statement(gen *g) {
   int a = pick(g);
   const val *va = &g->v[a];
   int r;
-  switch ((int)rand_int(0, 12)) {
+  switch ((int)rand_int(0, 13)) {
   case 0: case 1: case 2:
     r = new_val(g, va->rank, va->d[0], va->d[1]);
     emit(g, "  %%v%d = %s(%%v%d)\n", r, unary[rand_int(0, 5)], a);
@@ -57,7 +58,8 @@ static void statement(gen *g) {
   }
   case 6: {
     int c = new_val(g, 0, 0, 0);
-    emit(g, "  %%v%d = constant %g : f32[]\n", c, (double)rand_int(1, 9) / 4);
+    emit(g, "  %%v%d = constant %g : %s[]\n", c, (double)rand_int(1, 9) / 4,
+         fname(g));
     r = new_val(g, va->rank, va->d[0], va->d[1]);
     emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, c, a);
     return;
@@ -105,6 +107,9 @@ static void statement(gen *g) {
     emit(g, "  %%v%d = reshape(%%v%d) {shape = [%lld, %lld]}\n", r, r - 1,
          (long long)g->R, (long long)g->C);
     return;
+  case 12: /* through another float dtype and back */
+    cast_round_trip(g, a);
+    return;
   default:
     if (!is_rc(g, a) || g->C < 2)
       return;
@@ -122,6 +127,7 @@ static void statement(gen *g) {
 static void program_text(gen *g) {
   g->len = 0;
   g->n = 0;
+  choose_dtype(g);
   g->R = rand_int(1, 5);
   g->C = rand_int(1, 7);
   new_val(g, 2, g->R, g->C);
@@ -154,19 +160,20 @@ static void program_text(gen *g) {
   for (int t = 0; t < 2 && g->n > 8; t++)
     res[nres++] = (int)rand_int(4, g->n - 1);
   char args[512], results[256] = "", returns[64] = "";
+  const char *f = fname(g);
   size_t na = (size_t)snprintf(
       args, sizeof args,
-      "%%v0: f32[%lld,%lld], %%v1: f32[%lld], %%v2: f32[%lld,1], "
-      "%%v3: f32[], %%w: f32[%lld,%lld]",
-      (long long)g->R, (long long)g->C, (long long)g->C, (long long)g->R,
-      (long long)g->C, (long long)g->C);
+      "%%v0: %s[%lld,%lld], %%v1: %s[%lld], %%v2: %s[%lld,1], "
+      "%%v3: %s[], %%w: %s[%lld,%lld]",
+      f, (long long)g->R, (long long)g->C, f, (long long)g->C, f,
+      (long long)g->R, f, f, (long long)g->C, (long long)g->C);
   size_t nr = 0, nt = 0;
   for (int k = 0; k < g->nparams; k++) {
     char t[64];
-    type_of(&g->v[4 + k], t, sizeof t);
+    type_of(g, &g->v[4 + k], t, sizeof t);
     na += (size_t)snprintf(args + na, sizeof args - na, ", %%v%d: %s {param}",
                            4 + k, t);
-    type_of(&g->v[upd[k]], t, sizeof t);
+    type_of(g, &g->v[upd[k]], t, sizeof t);
     nr += (size_t)snprintf(results + nr, sizeof results - nr,
                            "%s {updates = %%v%d}, ", t, 4 + k);
     nt += (size_t)snprintf(returns + nt, sizeof returns - nt, "%%v%d, ",
