@@ -15,8 +15,15 @@ torch function for the loss. `run_check` then
   4. prints both loss curves and every gradient's error, and exits 1 on a
      mismatch: a loss off by more than LOSS_RTOL relatively, or a gradient
      whose largest error exceeds GRAD_RTOL times its largest element.
+
+The pieces serve other checks too: `setup_of(check.main)` returns what a
+check passes to run_check (model, weights, batches, torch loss) without
+running it; `torch_grads` (in any dtype, optionally under torch.autocast),
+`raf_grads` (@F_grad after any pipeline), `raf_steps` (losses of N steps of
+any function) and `workdir`. check_amp.py uses them for the amp pass.
 """
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -64,18 +71,32 @@ def write_safetensors(path, tensors):
             f.write(c)
 
 
-def parse_args(doc):
+def parse_args(doc, steps=STEPS, forward_only=True):
     ap = argparse.ArgumentParser(description=doc)
     ap.add_argument("--bin", default=os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"),
         help="the build directory holding raf-opt and raf-run")
     ap.add_argument("--keep", metavar="DIR",
                     help="write the files to DIR and keep them")
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--forward-only", action="store_true",
-                    help="compare only the forward loss of the first batch "
-                         "(raf-run on @F; no autodiff, no optimizer)")
+    ap.add_argument("--steps", type=int, default=steps)
+    if forward_only:
+        ap.add_argument("--forward-only", action="store_true",
+                        help="compare only the forward loss of the first "
+                             "batch (raf-run on @F; no autodiff, no optimizer)")
     return ap.parse_args()
+
+
+@contextlib.contextmanager
+def workdir(name, keep):
+    """The scratch directory: KEEP (made, and kept) or a new temporary one,
+    removed afterwards."""
+    work = keep or tempfile.mkdtemp(prefix=f"raf-ref-{name}-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        yield work
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _run(cmd, what, fatal=True):
@@ -91,6 +112,12 @@ def _run(cmd, what, fatal=True):
         if fatal:
             sys.exit(1)
     return p.returncode == 0, time.time() - t
+
+
+def adamw_options(adamw):
+    """The optimizer pass's options for `adamw` (lr=... beta1=... ...)."""
+    return " ".join(f"{k}={adamw[k]!r}" for k in
+                    ("lr", "beta1", "beta2", "eps", "weight_decay"))
 
 
 def torch_train(params, batches, loss_fn, steps, adamw):
@@ -113,15 +140,110 @@ def torch_train(params, batches, loss_fn, steps, adamw):
     return losses
 
 
-def torch_grads(params, batch, loss_fn):
-    """The loss and gradients of the first batch, in f64."""
-    ps = {k: torch.tensor(v.astype(np.float64), requires_grad=True)
+def torch_grads(params, batch, loss_fn, dtype=np.float64, autocast=None):
+    """The loss and gradients of one batch, params and float inputs in
+    `dtype` (f64 by default); with autocast (a torch dtype) the forward pass
+    runs under torch.autocast("cpu", dtype=autocast), so the gradients are
+    the .grad of the `dtype` params."""
+    ps = {k: torch.tensor(v.astype(dtype), requires_grad=True)
           for k, v in params.items()}
-    b = [torch.from_numpy(x if x.dtype.kind != "f" else x.astype(np.float64))
+    b = [torch.from_numpy(x if x.dtype.kind != "f" else x.astype(dtype))
          for x in batch]
-    loss = loss_fn(ps, *b)
+    if autocast is None:
+        loss = loss_fn(ps, *b)
+    else:
+        with torch.autocast("cpu", dtype=autocast):
+            loss = loss_fn(ps, *b)
     loss.backward()
     return loss.item(), {k: p.grad.numpy() for k, p in ps.items()}
+
+
+class _Setup(Exception):
+    """run_check's arguments, raised out of a check's main() by setup_of."""
+    def __init__(self, setup):
+        super().__init__("run_check called by setup_of")
+        self.setup = setup
+
+
+_capturing = False
+
+
+def setup_of(main):
+    """The arguments a check's main() passes to run_check, as a dict (name,
+    module_text, func, params, inputs, batches, loss_fn, adamw), without
+    running the check: so that another check (check_amp.py) uses the same
+    model, weights and batches."""
+    global _capturing
+    _capturing = True
+    try:
+        main()
+    except _Setup as e:
+        return e.setup
+    finally:
+        _capturing = False
+    raise RuntimeError(f"{main.__module__}.main did not call run_check")
+
+
+def tools(bindir, name):
+    """raf-opt and raf-run in bindir; exits when one is missing."""
+    bindir = os.path.abspath(bindir)
+    found = [os.path.join(bindir, t) for t in ("raf-opt", "raf-run")]
+    for tool in found:
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"{name}: {tool} not found (--bin names the build directory)")
+    return found
+
+
+def optimize(raf_opt, work, passes, out_file):
+    """raf-opt -p PASSES work/model.raf -o work/OUT_FILE; exits on a
+    failure (reported)."""
+    _run([raf_opt, "-p", passes, os.path.join(work, "model.raf"), "-o",
+          os.path.join(work, out_file)], f"raf-opt -p '{passes}'")
+
+
+def raf_grads(raf_opt, raf_run, work, passes, func, params, inputs, tag):
+    """Runs `raf-opt -p PASSES` (autodiff first) on work/model.raf and
+    raf-run on @FUNC_grad for the first batch (work/INPUT0.npy) with the
+    weights of work/init.safetensors. Returns (loss, {param: gradient}), or
+    None when raf-run fails (reported). `tag` names its files."""
+    P = os.path.join
+    optimize(raf_opt, work, passes, f"{tag}.raf")
+    nres = 1 + len(params)
+    ok, _ = _run(
+        [raf_run, P(work, f"{tag}.raf"), f"--function={func}_grad",
+         "--load=" + P(work, "init.safetensors")]
+        + [f"--input={inp}=@{P(work, inp + '0.npy')}" for inp in inputs]
+        + [f"--output=@{P(work, f'{tag}.g{i}.npy')}" for i in range(nres)],
+        f"raf-run @{func}_grad ({passes})", fatal=False)
+    if not ok:
+        return None
+    loss = float(np.load(P(work, f"{tag}.g0.npy")))
+    return loss, {pname: np.load(P(work, f"{tag}.g{i + 1}.npy"))
+                  for i, (pname, _) in enumerate(params)}
+
+
+def raf_steps(raf_run, work, module_file, function, steps, inputs, tag,
+              init="init.safetensors"):
+    """raf-run on @FUNCTION of work/MODULE_FILE for `steps` steps (a
+    training step, or a forward function: then every step is the loss of
+    one batch) from work/INIT, on the datasets work/INPUT.npy. Returns
+    (losses, seconds), the losses from raf-run's --log; losses is None when
+    raf-run fails (reported)."""
+    P = os.path.join
+    log = P(work, f"{tag}.jsonl")
+    ok, t = _run(
+        [raf_run, P(work, module_file), f"--function={function}",
+         f"--steps={steps}", "--load=" + P(work, init),
+         "--log=" + log,
+         # one --output, so that raf-run does not print every updated param
+         # and state
+         "--output=@" + P(work, f"{tag}.last_loss.npy")]
+        + [f"--dataset={inp}=@{P(work, inp + '.npy')}" for inp in inputs],
+        f"raf-run @{function} ({module_file})", fatal=False)
+    if not ok:
+        return None, t
+    with open(log) as f:
+        return [json.loads(line)["loss"] for line in f if line.strip()], t
 
 
 def run_check(name, module_text, func, params, inputs, batches, loss_fn,
@@ -132,28 +254,21 @@ def run_check(name, module_text, func, params, inputs, batches, loss_fn,
     names; batches: a list of tuples of arrays, one per input, each one
     batch; loss_fn(params_dict, *batch) -> torch scalar; adamw: lr, beta1,
     beta2, eps, weight_decay."""
+    if _capturing:
+        raise _Setup(dict(name=name, module_text=module_text, func=func,
+                          params=params, inputs=inputs, batches=batches,
+                          loss_fn=loss_fn, adamw=adamw))
     a = parse_args(f"{name}: raf against PyTorch")
-    bindir = os.path.abspath(a.bin)
-    raf_opt = os.path.join(bindir, "raf-opt")
-    raf_run = os.path.join(bindir, "raf-run")
-    for tool in (raf_opt, raf_run):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"{name}: {tool} not found (--bin names the build directory)")
-    work = a.keep or tempfile.mkdtemp(prefix=f"raf-ref-{name}-")
-    os.makedirs(work, exist_ok=True)
-    ok = True
-    try:
+    raf_opt, raf_run = tools(a.bin, name)
+    with workdir(name, a.keep) as work:
         check = _check_forward if a.forward_only else _check
         ok = check(name, work, raf_opt, raf_run, module_text, func, params,
                    inputs, batches, loss_fn, adamw, a.steps)
-    finally:
-        if not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
     print(f"{name}: {'PASSED' if ok else 'FAILED'}")
     sys.exit(0 if ok else 1)
 
 
-def _write_files(work, module_text, params, inputs, batches):
+def write_files(work, module_text, params, inputs, batches):
     """The model, the weights, the batches (all of them stacked along axis
     0, as raf-run --dataset slices them; and the first alone)."""
     P = os.path.join
@@ -169,7 +284,7 @@ def _write_files(work, module_text, params, inputs, batches):
 def _check_forward(name, work, raf_opt, raf_run, module_text, func, params,
                    inputs, batches, loss_fn, adamw, steps):
     P = os.path.join
-    _write_files(work, module_text, params, inputs, batches)
+    write_files(work, module_text, params, inputs, batches)
     ref_loss0, _ = torch_grads(dict(params), batches[0], loss_fn)
     _run([raf_run, P(work, "model.raf"), f"--function={func}",
           "--load=" + P(work, "init.safetensors"),
@@ -187,7 +302,7 @@ def _check(name, work, raf_opt, raf_run, module_text, func, params, inputs,
            batches, loss_fn, adamw, steps):
     P = os.path.join
     pdict = dict(params)
-    _write_files(work, module_text, params, inputs, batches)
+    write_files(work, module_text, params, inputs, batches)
 
     # PyTorch.
     t = time.time()
@@ -196,39 +311,21 @@ def _check(name, work, raf_opt, raf_run, module_text, func, params, inputs,
     t_torch = time.time() - t
 
     # raf: the gradients of the first batch, then the training steps.
-    opts = " ".join(f"{k}={adamw[k]!r}" for k in
-                    ("lr", "beta1", "beta2", "eps", "weight_decay"))
+    opts = adamw_options(adamw)
     _, t_opt = _run([raf_opt, "--autodiff", f"--optimizer=kind=adamw {opts}",
                      P(work, "model.raf"), "-o", P(work, "step.raf")],
                     "raf-opt --autodiff --optimizer")
     # @f_grad from a module of its own (autodiff alone), so that a failure
     # of the training step does not hide the gradients.
-    _run([raf_opt, "--autodiff", P(work, "model.raf"), "-o",
-          P(work, "grad.raf")], "raf-opt --autodiff")
-    nres = 1 + len(params)
-    grads_ok, _ = _run(
-        [raf_run, P(work, "grad.raf"), f"--function={func}_grad",
-         "--load=" + P(work, "init.safetensors")]
-        + [f"--input={inp}=@{P(work, inp + '0.npy')}" for inp in inputs]
-        + [f"--output=@{P(work, f'g{i}.npy')}" for i in range(nres)],
-        f"raf-run @{func}_grad", fatal=False)
-    log = P(work, "log.jsonl")
-    train_ok, t_train = _run(
-        [raf_run, P(work, "step.raf"), f"--function={func}_train_step",
-         f"--steps={steps}", "--load=" + P(work, "init.safetensors"),
-         "--log=" + log,
-         # one --output, so that raf-run does not print every updated param
-         # and state
-         "--output=@" + P(work, "last_loss.npy")]
-        + [f"--dataset={inp}=@{P(work, inp + '.npy')}" for inp in inputs],
-        f"raf-run @{func}_train_step", fatal=False)
-    raf_losses = []
-    if train_ok:
-        with open(log) as f:
-            raf_losses = [json.loads(line)["loss"] for line in f
-                          if line.strip()]
+    grads = raf_grads(raf_opt, raf_run, work, "autodiff", func, params,
+                      inputs, "grad")
+    raf_losses, t_train = raf_steps(raf_run, work, "step.raf",
+                                    f"{func}_train_step", steps, inputs,
+                                    "log")
+    train_ok = raf_losses is not None
+    raf_losses = raf_losses or []
 
-    ok = grads_ok and train_ok
+    ok = grads is not None and train_ok
     print(f"{name}: {steps} steps of AdamW ({opts}); "
           f"torch {t_torch:.2f} s, raf-opt {t_opt:.2f} s, raf-run {t_train:.2f} s")
     print(f"{'step':>4}  {'torch':>12}  {'raf':>12}  {'rel. diff':>9}")
@@ -246,11 +343,9 @@ def _check(name, work, raf_opt, raf_run, module_text, func, params, inputs,
         ok &= not bad
         print(f"{s + 1:>4}  {ref_losses[s]:>12.7f}  {r:>12.7f}  {d:>9.2e}"
               + ("  MISMATCH" if bad else ""))
-    if not grads_ok:
+    if grads is None:
         return False
-    raf_loss0 = float(np.load(P(work, "g0.npy")))
-    raf_grads = {pname: np.load(P(work, f"g{i + 1}.npy"))
-                 for i, (pname, _) in enumerate(params)}
+    raf_loss0, got = grads
 
     print(f"gradients of step 1 (torch in f64; error = max |raf - torch| / "
           f"max |torch|, at most {GRAD_RTOL:g}):")
@@ -260,7 +355,7 @@ def _check(name, work, raf_opt, raf_run, module_text, func, params, inputs,
     print(f"  {'loss':<28} {raf_loss0:.7f} vs {ref_loss0:.7f}  {d:.2e}"
           + ("  MISMATCH" if bad else ""))
     for pname, _ in params:
-        g, r = raf_grads[pname], ref_grads[pname]
+        g, r = got[pname], ref_grads[pname]
         if g.shape != r.shape:
             print(f"  {pname:<28} shape {g.shape} vs {r.shape}  MISMATCH")
             ok = False
