@@ -5,7 +5,8 @@
  * thread, the caller too, then claims chunks from an atomic counter until
  * none is left, and the caller waits until every chunk has finished and
  * every worker that joined the job has left it, so no worker ever sees the
- * fields of the next job half-written. Workers sleep on a condition variable between jobs, so an idle
+ * fields of the next job half-written; a worker that wakes after every chunk
+ * of a job is done does not join it. Workers sleep on a condition variable between jobs, so an idle
  * pool costs nothing.
  */
 #include "runtime/pool.h"
@@ -55,6 +56,13 @@ static void *worker_main(void *arg) {
     if (p->stopping)
       break;
     seen = p->generation;
+    /* A job whose chunks are all done may be over for the caller, which
+     * may publish the next one while this thread would still be claiming
+     * from the old counter: a stale claim could then run a chunk of the
+     * new job twice. Joining only an unfinished job, under the lock that
+     * the caller's final wait also holds, keeps the fields stable. */
+    if (p->finished >= p->nchunks)
+      continue;
     p->active++;
     pthread_mutex_unlock(&p->lock);
     work(p);
