@@ -70,7 +70,8 @@ typedef struct amp {
   raf_dtype low;    /* RAF_BF16 or RAF_F16 */
   raf_ptrmap casts[RAF_DTYPE_COUNT]; /* per target type: value -> its cast */
   raf_ptrmap retyped; /* values whose type the pass changed */
-  raf_ptrmap rewritten; /* constants rewritten in another type */
+  raf_value **unused; /* values that lost a use to a cast: maybe dead */
+  size_t nunused, capunused;
   raf_status st;
 } amp;
 
@@ -92,6 +93,11 @@ static raf_dtype promote(raf_dtype a, raf_dtype b) {
   if (width(b) > width(a))
     return b;
   return RAF_F32; /* f16 with bf16 */
+}
+
+/* Ops that only reorder their operand's elements, all of them. */
+static bool relayout(raf_opcode op) {
+  return op == RAF_OP_RESHAPE || op == RAF_OP_TRANSPOSE;
 }
 
 /* Whether s is a constant with one value (a scalar or a splat). */
@@ -118,16 +124,22 @@ static raf_value *cast_value(amp *A, raf_value *v, raf_dtype dt,
   }
   raf_emitter e;
   raf_emitter_init(&e, A->f, user, user->loc);
-  bool splat = one_value_constant(d);
-  if (splat) {
+  if (d && (relayout(d->op) ||
+            ((d->op == RAF_OP_SLICE || d->op == RAF_OP_BROADCAST_TO) &&
+             raf_ptrmap_get(&A->casts[dt], d->operands[0].value)))) {
+    /* Cast before moving the data: the cast of the source serves (the
+     * forward's cast of a matmul input, for the weight gradient's
+     * reshape of it), so the wide source need not live on. */
+    raf_value *src = cast_value(A, d->operands[0].value, dt, user);
+    c = raf_emit(&e, d->op, 1, &src, d->attrs.v, d->attrs.n);
+  } else if (one_value_constant(d)) {
     c = raf_emit_splat(&e, raf_type_with_dtype(A->m, v->type, dt),
                        raf_const_get_f64(v->type->dtype, d->cdata, 0));
   } else {
     raf_attr a = {.name = "dtype", .kind = RAF_ATTR_DTYPE, .val.u.dt = dt};
     c = raf_emit(&e, RAF_OP_CAST, 1, &v, &a, 1);
   }
-  if (!c || !raf_ptrmap_put(&A->casts[dt], v, c) ||
-      (splat && !raf_ptrmap_put(&A->rewritten, v->def, v->def))) {
+  if (!c || !raf_ptrmap_put(&A->casts[dt], v, c)) {
     A->st = RAF_ERROR;
     return v;
   }
@@ -136,6 +148,49 @@ static raf_value *cast_value(amp *A, raf_value *v, raf_dtype dt,
            raf_dtype_name(dt));
   raf_value_set_name(c, raf_func_fresh_name(A->f, hint));
   return c;
+}
+
+/* Notes that v lost a use. */
+static void remember(amp *A, raf_value *v) {
+  if (A->nunused == A->capunused) {
+    size_t cap = A->capunused ? 2 * A->capunused : 64;
+    raf_value **grown = realloc(A->unused, cap * sizeof *grown);
+    if (!grown) {
+      A->st = RAF_ERROR;
+      return;
+    }
+    A->unused = grown, A->capunused = cap;
+  }
+  A->unused[A->nunused++] = v;
+}
+
+/* Points u at to, remembering that u's old value may have died. */
+static void replace_use(amp *A, raf_use *u, raf_value *to) {
+  raf_value *from = u->value;
+  if (from == to)
+    return;
+  raf_use_set(u, to);
+  remember(A, from);
+}
+
+/* Erases the statements left without uses by the casts, and those that
+ * only they used: a constant rewritten in another type, a reshape whose
+ * cast moved above it. Statements that were dead before stay. */
+static void erase_unused(amp *A) {
+  while (A->nunused > 0 && A->st == RAF_OK) {
+    raf_value *v = A->unused[--A->nunused];
+    raf_stmt *s = v->def;
+    if (!s || !s->func || s->op == RAF_OP_CALL)
+      continue;
+    bool used = false;
+    for (int i = 0; i < s->nresults; i++)
+      used |= raf_value_has_uses(s->results[i]);
+    if (used)
+      continue;
+    for (int i = 0; i < s->noperands; i++)
+      remember(A, s->operands[i].value);
+    raf_stmt_erase(s);
+  }
 }
 
 static bool is_float_value(const raf_value *v) {
@@ -226,6 +281,7 @@ static bool drop_cast(amp *A, raf_stmt *s) {
   if (!to)
     return false;
   raf_value_replace_uses(r, to);
+  remember(A, v);
   raf_stmt_erase(s);
   return true;
 }
@@ -238,13 +294,13 @@ static void rewrite(amp *A, raf_stmt *s) {
     return;
   case RAF_OP_RETURN:
     for (int i = 0; i < s->noperands && i < A->f->nresults; i++)
-      raf_use_set(&s->operands[i],
+      replace_use(A, &s->operands[i],
                   cast_value(A, s->operands[i].value,
                              A->f->results[i].type->dtype, s));
     return;
   case RAF_OP_CALL:
     for (int i = 0; i < s->noperands && i < s->callee->nargs; i++)
-      raf_use_set(&s->operands[i],
+      replace_use(A, &s->operands[i],
                   cast_value(A, s->operands[i].value,
                              s->callee->args[i].value->type->dtype, s));
     return;
@@ -264,7 +320,7 @@ static void rewrite(amp *A, raf_stmt *s) {
       raf_value *v = s->operands[i].value;
       if (to[i] == RAF_DTYPE_COUNT || v->type->dtype == to[i])
         continue;
-      raf_use_set(&s->operands[i], cast_value(A, v, to[i], s));
+      replace_use(A, &s->operands[i], cast_value(A, v, to[i], s));
       changed = true;
     }
   }
@@ -278,12 +334,7 @@ static raf_status rewrite_func(amp *A, raf_func *f) {
     next = s->next;
     rewrite(A, s);
   }
-  /* A constant now read only in its new type goes. */
-  for (raf_stmt *s = f->first, *next; s; s = next) {
-    next = s->next;
-    if (raf_ptrmap_get(&A->rewritten, s) && !raf_value_has_uses(s->results[0]))
-      raf_stmt_erase(s);
-  }
+  erase_unused(A);
   for (int i = 0; i < RAF_DTYPE_COUNT; i++)
     raf_ptrmap_free(&A->casts[i]);
   return A->st;
@@ -514,7 +565,7 @@ raf_status raf_pass_amp(raf_module *m, const raf_pass_args *args) {
   if (A.st == RAF_OK && A.low == RAF_F16)
     A.st = check_steps(args->ctx, m);
   raf_ptrmap_free(&A.retyped);
-  raf_ptrmap_free(&A.rewritten);
+  free(A.unused);
   free(scaled);
   return A.st;
 }
