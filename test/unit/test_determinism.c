@@ -44,7 +44,9 @@ static const det_case CASES[] = {
      "  %c3 = le(%x, %y)\n  %c4 = gt(%x, %y)\n  %c5 = ge(%x, %y)\n"
      "  %w0 = where(%c2, %b6, %x)\n  %w1 = where(%c3, %w0, %y)\n"
      "  %w2 = where(%c4, %w1, %b1)\n  %w3 = where(%c5, %w2, %b2)\n"
-     "  %w4 = where(%c0, %w3, %y)\n  %w5 = where(%c1, %w4, %x)\n"
+     "  %c6 = isfinite(%l)\n"
+     "  %w4 = where(%c0, %w3, %y)\n  %w6 = where(%c6, %w4, %y)\n"
+     "  %w5 = where(%c1, %w6, %x)\n"
      "  %h = cast(%w5) {dtype = bf16}\n"
      "  %k = stop_gradient(%w5)\n"
      "  return %w5, %b4, %k, %h\n}\n",
