@@ -49,8 +49,9 @@
  * inference fails after the casts); a module already dispatched, planned
  * or fused (amp runs before dispatch, fuse and plan-memory, so that fuse
  * folds the casts into the kernels and the plan sees the new sizes); with
- * f16, a gradient function without autodiff's seed, or a training step
- * that does not call its gradient function (amp after inline).
+ * f16, a gradient function without autodiff's seed; a training step that
+ * does not call its gradient function (amp after inline: the gradients
+ * would reach the update in bf16, and f16 has no place for its scaling).
  *
  * Requires: a verified module. Preserves: every signature.
  */
@@ -512,18 +513,23 @@ static raf_status scale_callers(raf_ctx *ctx, raf_module *m, raf_func *g) {
   return RAF_OK;
 }
 
-/* With f16, a training step that updates params must end up scaled. */
+/* A training step (params, {updates} results) must call its gradient
+ * function: inlined, the gradients lose the f32 boundary of @f_grad's
+ * return (the update would read bf16 gradients) and f16 has no place for
+ * the scaling. */
 static raf_status check_steps(raf_ctx *ctx, const raf_module *m) {
   for (const raf_func *f = m->first; f; f = f->next) {
-    bool params = false;
+    bool params = false, calls = false;
     for (int i = 0; i < f->nargs; i++)
       params |= raf_arg_flag(&f->args[i], "param");
-    if (!params || !has_updates(f) ||
-        raf_func_arg_index(f, RAF_LOSS_SCALE_GROWTH) >= 0)
+    for (const raf_stmt *s = f->first; s && !calls; s = s->next)
+      calls = s->op == RAF_OP_CALL && raf_is_grad_func(s->callee, NULL);
+    if (!params || !has_updates(f) || calls)
       continue;
     raf_diag_report(ctx, f->loc, RAF_SEV_ERROR,
-                    "amp: dtype=f16 cannot loss-scale @%s: it does not call "
-                    "a gradient function (run amp before inline)",
+                    "amp: @%s is a training step that does not call its "
+                    "gradient function; run amp before inline, so that the "
+                    "update reads f32 gradients",
                     f->name);
     return RAF_ERROR;
   }
@@ -534,7 +540,8 @@ raf_status raf_pass_amp(raf_module *m, const raf_pass_args *args) {
   amp A = {.ctx = args->ctx, .m = m, .st = RAF_OK};
   A.low = strcmp(raf_pass_opt_str(args, "dtype"), "f16") == 0 ? RAF_F16
                                                                : RAF_BF16;
-  if (check_module(args->ctx, m) != RAF_OK)
+  if (check_module(args->ctx, m) != RAF_OK ||
+      check_steps(args->ctx, m) != RAF_OK)
     return RAF_ERROR;
   /* Gradient functions to scale: seeded before the casts, so that the
    * scale reaches the seed's every use in whatever type it takes there. */
@@ -562,8 +569,6 @@ raf_status raf_pass_amp(raf_module *m, const raf_pass_args *args) {
     if (unscale_results(scaled[i]) != RAF_OK ||
         scale_callers(args->ctx, m, scaled[i]) != RAF_OK)
       A.st = RAF_ERROR;
-  if (A.st == RAF_OK && A.low == RAF_F16)
-    A.st = check_steps(args->ctx, m);
   raf_ptrmap_free(&A.retyped);
   free(A.unused);
   free(scaled);
