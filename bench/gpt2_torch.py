@@ -37,6 +37,8 @@ def main():
               "threads"):
         ap.add_argument(f"--{k}", type=int, required=True)
     ap.add_argument("--ctx", type=int, default=None)
+    ap.add_argument("--autocast", action="store_true",
+                    help='forward under torch.autocast("cpu", bfloat16)')
     ap.add_argument("data")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -55,7 +57,8 @@ def main():
         xb, yb = x[i * a.batch:(i + 1) * a.batch], y[i * a.batch:(i + 1) * a.batch]
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = check_gpt2.loss_fn(params, xb, yb)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+            loss = check_gpt2.loss_fn(params, xb, yb)
         loss.backward()
         opt.step()
         ms.append((time.perf_counter() - t0) * 1e3)

@@ -20,7 +20,9 @@
 #                raf-run --dialects=cblas,cpu-ref
 #       planned  fused, then plan-memory (one arena per call, updates
 #                donated in place); default dialects
+#       amp      planned with the amp pass (bf16) after autodiff
 #       torch    bench/gpt2_torch.py: torch.optim.AdamW(lr=3e-4), eager
+#       torch-amp  torch under torch.autocast("cpu", dtype=torch.bfloat16)
 #     (The former DIALECTS variable is gone: VARIANTS replaces it.)
 #
 # The model is examples/gpt2/gen_gpt2.py's GPT-2 124M (12 layers, 12 heads,
@@ -68,8 +70,8 @@ variants=${VARIANTS:-torch fused unfused planned}
 L=12 H=12 C=768 V=50257 CTX=1024
 py=/usr/bin/python3
 for v in $variants; do
-  case $v in fused | unfused | planned | torch) ;;
-    *) echo "train_step.sh: unknown variant '$v' (fused unfused planned torch)" >&2
+  case $v in fused | unfused | planned | amp | torch | torch-amp) ;;
+    *) echo "train_step.sh: unknown variant '$v' (fused unfused planned amp torch torch-amp)" >&2
        exit 2 ;;
   esac
 done
@@ -89,6 +91,7 @@ pipeline() { # VARIANT: raf-opt's pipeline
     fused) echo 'autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse' ;;
     unfused) echo 'autodiff,optimizer{kind=adamw lr=3e-4}' ;;
     planned) echo 'autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory' ;;
+    amp) echo 'autodiff,amp,optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory' ;;
   esac
 }
 
@@ -99,8 +102,10 @@ run_sgemm() { # DIR: one sgemm measurement, appended to DIR/sgemm.jsonl
 
 run_variant() { # DIR B T STEPS VARIANT ROUND
   local d=$1 B=$2 T=$3 n=$4 v=$5 r=$6 out=$1/$5.$6
-  if [ "$v" = torch ]; then
-    /usr/bin/time -f '%M' -o "$out.rss" $py bench/gpt2_torch.py --layers $L \
+  if [ "$v" = torch ] || [ "$v" = torch-amp ]; then
+    local autocast=()
+    [ "$v" = torch-amp ] && autocast=(--autocast)
+    /usr/bin/time -f '%M' -o "$out.rss" $py bench/gpt2_torch.py "${autocast[@]}" --layers $L \
       --heads $H --embd $C --vocab $V --ctx $CTX --seq "$T" --batch "$B" \
       --steps "$n" --threads "$threads" "$d" > "$out.json"
     return
@@ -136,7 +141,7 @@ np.save('$d/x.npy', x); np.save('$d/y.npy', np.roll(x, -1, axis=1))"
 
   # raf-opt: every variant's pipeline once, the fused one timed 5 times.
   for v in $variants; do
-    [ "$v" = torch ] || "$build/raf-opt" -p "$(pipeline "$v")" "$d/gpt2.raf" \
+    [ "${v#torch}" != "$v" ] || "$build/raf-opt" -p "$(pipeline "$v")" "$d/gpt2.raf" \
       -o "$d/$v.raf"
   done
   opt_s=()
@@ -189,7 +194,7 @@ for v in variants:
     for r in range(rounds):
         base = f"{d}/{v}.{r}"
         rss.append(int(open(f"{base}.rss").read().split()[-1]) / 1024)
-        if v == "torch":
+        if v.startswith("torch"):
             j = json.loads(open(f"{base}.json").read())
             step += j["ms"][1:]
             loss1.append(j["loss"][0])
@@ -210,7 +215,8 @@ for v in variants:
                    loss1=loss1[0], n=len(step))
 
 names = {"fused": "raf fused", "unfused": "raf unfused",
-         "planned": "raf fused+plan-memory", "torch": "pytorch eager"}
+         "planned": "raf fused+plan-memory", "amp": "raf amp bf16 (planned)",
+         "torch": "pytorch eager", "torch-amp": "pytorch autocast bf16"}
 tq = rows.get("torch")
 tq = tq if tq and "failed" not in tq else None
 print(f"model FLOPs per step {flops / 1e9:.1f} G (N = {N:,} params less wpe);"
@@ -235,7 +241,7 @@ for v in variants:
 
 # The raf variants start from the same params and see the same batches.
 ls = {v: rows[v]["loss1"] for v in variants
-      if v != "torch" and "failed" not in rows[v]}
+      if not v.startswith("torch") and v != "amp" and "failed" not in rows[v]}
 if len(ls) > 1:
     spread = max(ls.values()) - min(ls.values())
     ok = spread <= 1e-3 * max(abs(x) for x in ls.values())
