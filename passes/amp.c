@@ -372,17 +372,10 @@ static bool is_grad_name(const raf_func *f) {
 }
 
 static raf_value *add_scale_arg(raf_func *f) {
-  raf_module *m = f->module;
-  raf_value *v = raf_func_add_arg(f, RAF_LOSS_SCALE,
-                                  raf_type_get(m, RAF_F32, 0, NULL), f->loc);
   char init[64];
   snprintf(init, sizeof init, "constant(%.17g)", RAF_LOSS_SCALE_INIT);
-  raf_attr attrs[2] = {raf_attr_bool("state", true),
-                       raf_attr_str("init", raf_module_strdup(m, init))};
-  if (v)
-    f->args[f->nargs - 1].attrs =
-        (raf_attrs){raf_arena_memdup(&m->arena, attrs, sizeof attrs), 2};
-  return v;
+  return raf_func_add_state(f, RAF_LOSS_SCALE,
+                            raf_type_get(f->module, RAF_F32, 0, NULL), init);
 }
 
 /* Seeds g's backward pass with a new argument %loss_scale: the statement

@@ -28,6 +28,11 @@
 /* The index of f's argument named name, or -1. */
 int raf_func_arg_index(const raf_func *f, const char *name);
 
+/* Appends the argument `%name: t {state, init = init}` to f; NULL when out
+ * of memory or the name is taken. */
+raf_value *raf_func_add_state(raf_func *f, const char *name, raf_type *t,
+                              const char *init);
+
 /* Whether g has the shape `autodiff` gives @f_grad: a scalar float loss
  * first, then one result per {param} argument of that param's type. When
  * it has not and why is not NULL, *why says what is wrong. */

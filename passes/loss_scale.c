@@ -62,9 +62,8 @@ bool raf_is_grad_func(const raf_func *g, const char **why) {
   return bad == NULL;
 }
 
-/* The new argument `name: t {state, init = init}` of f. */
-static raf_value *add_state(raf_func *f, const char *name, raf_type *t,
-                            const char *init) {
+raf_value *raf_func_add_state(raf_func *f, const char *name, raf_type *t,
+                              const char *init) {
   raf_module *m = f->module;
   raf_value *v = raf_func_add_arg(f, name, t, f->loc);
   raf_attr attrs[2] = {raf_attr_bool("state", true),
@@ -115,7 +114,7 @@ raf_status raf_loss_scale_step(raf_ctx *ctx, raf_func *step, raf_stmt *call) {
     return RAF_ERROR;
   }
   raf_value *scale = call->operands[si].value;
-  raf_value *growth = add_state(step, RAF_LOSS_SCALE_GROWTH,
+  raf_value *growth = raf_func_add_state(step, RAF_LOSS_SCALE_GROWTH,
                                 raf_type_get(m, RAF_I64, 0, NULL), "zeros");
   int n = ret->noperands;
   raf_value **res = calloc((size_t)n + 2, sizeof *res);
