@@ -19,6 +19,7 @@
 #include "raf-run/gradcheck.h"
 #include "raf-run/profile.h"
 #include "raf-run/values.h"
+#include "runtime/dialects.h"
 #include "runtime/init.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ typedef struct options {
   rr_tolerance tol;
   long steps;
   const char *log, *save, *load, *dialects;
+  char default_dialects[256]; /* when --dialects is not given */
   bool check_numerics, print_memory, print_jit_stats;
   int profile_top; /* --profile[=N]: 0 off */
   bool gradcheck;
@@ -125,6 +127,39 @@ static bool parse_number_flag(const char *flag, const char *v, double lo,
 }
 
 /* Returns -1 to go on, else the exit status. */
+/* Without --dialects: every cpu dialect, highest priority first (the
+ * dispatch pass's default), less those this build cannot run (onednn
+ * without oneDNN: raf_dialect_unavailable), written into buf; NULL when
+ * it can run them all, leaving the pass its own default. */
+static const char *default_dialects(char *buf, size_t size) {
+  raf_dialect order[RAF_DIALECT_COUNT];
+  int n = 0;
+  bool dropped = false;
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
+    raf_dialect d = (raf_dialect)i;
+    if (strcmp(raf_dialect_get(d)->device, "cpu") != 0)
+      continue;
+    if (raf_dialect_unavailable(d)) {
+      dropped = true;
+      continue;
+    }
+    int j = n++; /* insertion by priority; ties keep the table's order */
+    for (; j > 0 && raf_dialect_get(order[j - 1])->priority <
+                        raf_dialect_get(d)->priority;
+         j--)
+      order[j] = order[j - 1];
+    order[j] = d;
+  }
+  if (!dropped)
+    return NULL;
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && len < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : "",
+                            raf_dialect_get(order[i])->name);
+  return buf;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
   o->tol = (rr_tolerance){-1, -1};
   o->steps = 1;
@@ -245,6 +280,9 @@ static int parse_args(int argc, char **argv, options *o) {
             "--steps, --output, --expected-output, --save, --log\n");
     return 1;
   }
+  if (!o->dialects)
+    o->dialects = default_dialects(o->default_dialects,
+                                   sizeof o->default_dialects);
   o->grad.dialects = o->dialects;
   o->grad.threads = o->threads;
   return -1;

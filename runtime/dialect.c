@@ -3,7 +3,9 @@
  * Each dialect keeps its kernels in a table indexed by opcode, defined in
  * its own file; this file only says which table belongs to which dialect.
  * A dialect this build lacks has no table, and every statement bound to it
- * is refused by the executor with a located error. Dialects that prepare
+ * is refused by the executor with a located error; or, like onednn built
+ * without oneDNN, kernels that refuse to run, and raf_dialect_unavailable
+ * says why. Dialects that prepare
  * their kernels ahead (compile them) also have hooks.
  */
 #include "runtime/dialects.h"
@@ -12,11 +14,17 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CPU_REF] = raf_cpuref_kernels,
     [RAF_DIALECT_CBLAS] = raf_cblas_kernels,
     [RAF_DIALECT_LLVM] = raf_llvm_kernels,
+    [RAF_DIALECT_ONEDNN] = raf_onednn_kernels,
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = &raf_llvm_hooks,
+    [RAF_DIALECT_ONEDNN] = &raf_onednn_hooks,
 };
+
+const char *raf_dialect_unavailable(raf_dialect d) {
+  return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable : NULL;
+}
 
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d) {
   return d >= 0 && d < RAF_DIALECT_COUNT ? hooks[d] : NULL;

@@ -13,6 +13,7 @@
 extern const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_cblas_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_llvm_kernels[RAF_OP_COUNT];
+extern const raf_kernel_fn raf_onednn_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -39,5 +40,14 @@ typedef struct raf_dialect_hooks {
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
 
 extern const raf_dialect_hooks raf_llvm_hooks;
+extern const raf_dialect_hooks raf_onednn_hooks;
+
+/* Why dialect d cannot run in this build (its library was not found when
+ * raf was configured), or NULL when it can. A dialect that cannot keeps
+ * its rows and kernels, which refuse to run, saying this. */
+const char *raf_dialect_unavailable(raf_dialect d);
+/* The onednn dialect's reason, or NULL in a build with oneDNN
+ * (runtime/onednn.c). */
+extern const char *const raf_onednn_unavailable;
 
 #endif

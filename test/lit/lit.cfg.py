@@ -55,6 +55,15 @@ try:
 except OSError:
     pass
 
+# Tests of the onednn dialect say `REQUIRES: onednn` (or `UNSUPPORTED:
+# onednn` for a build without it): CMake found oneDNN.
+try:
+    with open(os.path.join(raf_bin, "CMakeCache.txt")) as f:
+        if "RAF_HAVE_ONEDNN:INTERNAL=ON" in f.read():
+            config.available_features.add("onednn")
+except OSError:
+    pass
+
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")

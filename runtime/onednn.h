@@ -1,0 +1,12 @@
+/* onednn.h: what the onednn dialect (runtime/onednn.c) tells about an
+ * executor, for tests and reports. */
+#ifndef RAF_ONEDNN_H
+#define RAF_ONEDNN_H
+
+#include "runtime/exec.h"
+
+/* How many oneDNN primitives ex's statements share (one per block shape
+ * of its onednn matmuls); 0 when none, or in a build without oneDNN. */
+int raf_onednn_primitives(const raf_exec *ex);
+
+#endif

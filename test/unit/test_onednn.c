@@ -1,0 +1,350 @@
+/* test_onednn.c: the onednn dialect's bf16 matmul against cpu-ref and a
+ * double reference, each module built from text as a user writes it,
+ * dispatched by the dispatch pass and run through the executor:
+ *   - with `onednn,cblas,cpu-ref` bf16 matmul binds to onednn, f32 and
+ *     f16 to cblas;
+ *   - on fixed shapes (odd sizes 1, 7, 33, every transpose pair, batch
+ *     broadcasts either way, folded batches, products split into several
+ *     row blocks, a transposed A packed per block, empty products) and
+ *     random ones, onednn's result is within bf16 rounding of a double
+ *     reference (one rounding of an f32 sum: |got - sum| <= 2^-7 |sum| +
+ *     (k + 1) 2^-23 sum |a b|), and so is cpu-ref's where it is cheap
+ *     enough to run; the two agree with each other as closely;
+ *   - results are bit-identical at 1 and 3 threads;
+ *   - statements of the same shape share their primitives (the cache).
+ * In a build without oneDNN the test checks that the dialect is refused
+ * with its reason, and exits 77 (CTest: skipped). */
+#include "ir/ir.h"
+#include "runtime/dialects.h"
+#include "runtime/onednn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#include "test/unit/check.h"
+#include "test/unit/program.h"
+
+enum { SKIPPED = 77 };
+
+#define BF16_EPS 0x1p-7
+#define F32_EPS 0x1p-23
+
+typedef struct mm_case {
+  bool ta, tb;
+  int64_t m, k, n;
+  int ra, rb, ro; /* batch ranks of a, b and the result */
+  int64_t ba[3], bb[3], bo[3];
+} mm_case;
+
+/* The result's batch dims: what a's and b's broadcast to. */
+static void broadcast_batch(mm_case *c) {
+  c->ro = c->ra > c->rb ? c->ra : c->rb;
+  for (int d = 0; d < c->ro; d++) {
+    int da = d - (c->ro - c->ra), db = d - (c->ro - c->rb);
+    int64_t x = da >= 0 ? c->ba[da] : 1, y = db >= 0 ? c->bb[db] : 1;
+    c->bo[d] = x > y ? x : y;
+  }
+}
+
+static void mm_text(const mm_case *c, raf_dtype dt, char *buf, size_t size) {
+  int64_t da[5], db[5], dout[5];
+  memcpy(da, c->ba, sizeof c->ba);
+  memcpy(db, c->bb, sizeof c->bb);
+  memcpy(dout, c->bo, sizeof c->bo);
+  da[c->ra] = c->ta ? c->k : c->m;
+  da[c->ra + 1] = c->ta ? c->m : c->k;
+  db[c->rb] = c->tb ? c->n : c->k;
+  db[c->rb + 1] = c->tb ? c->k : c->n;
+  dout[c->ro] = c->m;
+  dout[c->ro + 1] = c->n;
+  char ta[64], tb[64], to[64];
+  type_text(ta, sizeof ta, dt, c->ra + 2, da);
+  type_text(tb, sizeof tb, dt, c->rb + 2, db);
+  type_text(to, sizeof to, dt, c->ro + 2, dout);
+  snprintf(buf, size,
+           "func @f(%%a: %s, %%b: %s) -> %s {\n"
+           "  %%r = matmul(%%a, %%b) {transpose_a = %s, transpose_b = %s}\n"
+           "  return %%r\n"
+           "}\n",
+           ta, tb, to, c->ta ? "true" : "false", c->tb ? "true" : "false");
+}
+
+/* Element offset of a's (or b's) matrix for result batch index `batch`. */
+static int64_t batch_offset(const mm_case *c, int64_t batch, int r,
+                            const int64_t *dims, int64_t mat) {
+  int64_t off = 0, stride = mat;
+  for (int d = c->ro - 1; d >= 0; d--) {
+    int64_t idx = batch % c->bo[d];
+    batch /= c->bo[d];
+    int od = d - (c->ro - r);
+    if (od < 0)
+      continue;
+    if (dims[od] != 1)
+      off += idx * stride;
+    stride *= dims[od];
+  }
+  return off;
+}
+
+/* The exact sums (in double) of every result element and their sums of
+ * |a b|, in new arrays. */
+typedef struct reference {
+  double *sum, *abs_sum;
+  int64_t numel;
+} reference;
+
+static reference reference_of(const mm_case *c, raf_tensor *const *args) {
+  int64_t nbatch = 1;
+  for (int d = 0; d < c->ro; d++)
+    nbatch *= c->bo[d];
+  reference r = {.numel = nbatch * c->m * c->n};
+  r.sum = calloc((size_t)r.numel + 1, sizeof *r.sum);
+  r.abs_sum = calloc((size_t)r.numel + 1, sizeof *r.abs_sum);
+  double *a = malloc(sizeof *a * (size_t)(args[0]->type->numel + 1));
+  double *b = malloc(sizeof *b * (size_t)(args[1]->type->numel + 1));
+  for (int64_t e = 0; e < args[0]->type->numel; e++)
+    a[e] = raf_elem_get_f64(RAF_BF16, args[0]->data, e);
+  for (int64_t e = 0; e < args[1]->type->numel; e++)
+    b[e] = raf_elem_get_f64(RAF_BF16, args[1]->data, e);
+  for (int64_t bi = 0; bi < nbatch; bi++) {
+    const double *am = a + batch_offset(c, bi, c->ra, c->ba, c->m * c->k);
+    const double *bm = b + batch_offset(c, bi, c->rb, c->bb, c->k * c->n);
+    for (int64_t i = 0; i < c->m; i++) {
+      double *sum = r.sum + (bi * c->m + i) * c->n,
+             *abs_sum = r.abs_sum + (bi * c->m + i) * c->n;
+      for (int64_t kk = 0; kk < c->k; kk++) {
+        double x = am[c->ta ? kk * c->m + i : i * c->k + kk];
+        for (int64_t j = 0; j < c->n; j++) {
+          double p = x * bm[c->tb ? j * c->k + kk : kk * c->n + j];
+          sum[j] += p;
+          abs_sum[j] += fabs(p);
+        }
+      }
+    }
+  }
+  free(a);
+  free(b);
+  return r;
+}
+
+/* Whether bf16 result t is within one rounding of an f32 sum of the
+ * reference (the first mismatch printed). */
+static bool within_bf16(const mm_case *c, const reference *r,
+                        const raf_tensor *t, const char *who) {
+  for (int64_t e = 0; e < r->numel; e++) {
+    double got = raf_elem_get_f64(RAF_BF16, t->data, e);
+    double tol = BF16_EPS * fabs(r->sum[e]) +
+                 (double)(c->k + 1) * F32_EPS * r->abs_sum[e] + 1e-300;
+    if (!(fabs(got - r->sum[e]) <= tol)) {
+      fprintf(stderr, "%s: element %lld is %.9g, expected %.9g\n", who,
+              (long long)e, got, r->sum[e]);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Runs case c through onednn at 1 and 3 threads and, when cheap, through
+ * cpu-ref; checks them as the header says. */
+static void run_case(const mm_case *c, bool with_cpuref) {
+  char text[1024];
+  mm_text(c, RAF_BF16, text, sizeof text);
+  program one, three, ref;
+  bool ok = program_open(&one, text, "onednn,cblas,cpu-ref", 1) &&
+            program_open(&three, text, "onednn,cblas,cpu-ref", 3) &&
+            (!with_cpuref || program_open(&ref, text, "cpu-ref", 2));
+  CHECK(ok);
+  if (!ok)
+    return; /* the programs leak; the test has failed anyway */
+  CHECK(strcmp(dialect_of_first(&one), "onednn") == 0);
+  raf_tensor **args = random_args(&one);
+  raf_tensor **args3 = copy_args(&three, args);
+  raf_tensor **argsr = with_cpuref ? copy_args(&ref, args) : NULL;
+  raf_tensor *r1 = run_one(&one, args), *r3 = run_one(&three, args3);
+  raf_tensor *rr = with_cpuref ? run_one(&ref, argsr) : NULL;
+  CHECK(r1 && r3 && (rr || !with_cpuref));
+  if (r1 && r3 && (rr || !with_cpuref)) {
+    reference want = reference_of(c, args);
+    bool good = within_bf16(c, &want, r1, "onednn");
+    good &= memcmp(r1->data, r3->data, r1->nbytes) == 0; /* 1 vs 3 threads */
+    if (rr) {
+      good &= within_bf16(c, &want, rr, "cpu-ref");
+      for (int64_t e = 0; e < want.numel; e++) {
+        double x = raf_elem_get_f64(RAF_BF16, r1->data, e),
+               y = raf_elem_get_f64(RAF_BF16, rr->data, e);
+        good &= fabs(x - y) <= 2 * BF16_EPS * fabs(want.sum[e]) +
+                                   2 * (double)(c->k + 1) * F32_EPS *
+                                       want.abs_sum[e] +
+                                   1e-300;
+      }
+    }
+    if (!good)
+      fprintf(stderr, "in:\n%s", text);
+    CHECK(good);
+    free(want.sum);
+    free(want.abs_sum);
+  }
+  if (r1)
+    raf_exec_free(one.ex, r1);
+  if (r3)
+    raf_exec_free(three.ex, r3);
+  if (rr)
+    raf_exec_free(ref.ex, rr);
+  free_tensors(&one, args, 2);
+  free_tensors(&three, args3, 2);
+  program_close(&one);
+  program_close(&three);
+  if (with_cpuref) {
+    free_tensors(&ref, argsr, 2);
+    program_close(&ref);
+  }
+}
+
+static mm_case plain(bool ta, bool tb, int64_t m, int64_t k, int64_t n) {
+  return (mm_case){.ta = ta, .tb = tb, .m = m, .k = k, .n = n};
+}
+
+static void test_fixed_shapes(void) {
+  static const int64_t odd[][3] = {{1, 1, 1},  {7, 33, 1},   {1, 7, 33},
+                                   {33, 1, 7}, {33, 33, 33}, {7, 7, 7},
+                                   {5, 0, 3},  {0, 4, 3},    {64, 48, 80}};
+  for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+    for (int t = 0; t < 4; t++)
+      run_case(&(mm_case){.ta = t & 1, .tb = t >> 1, .m = odd[i][0],
+                          .k = odd[i][1], .n = odd[i][2]},
+               true);
+  /* Batches: b shared (folded into rows), a shared, both, broadcasts of
+   * 1s in either operand, a transposed A beside a shared b (not folded). */
+  mm_case c = plain(false, false, 7, 33, 5);
+  c.ra = 1, c.ba[0] = 3;
+  broadcast_batch(&c);
+  run_case(&c, true);
+  c.ta = true;
+  run_case(&c, true);
+  c = plain(false, true, 33, 7, 9);
+  c.rb = 2, c.bb[0] = 2, c.bb[1] = 3;
+  broadcast_batch(&c);
+  run_case(&c, true);
+  c = plain(true, true, 9, 17, 33);
+  c.ra = 2, c.ba[0] = 2, c.ba[1] = 1;
+  c.rb = 2, c.bb[0] = 1, c.bb[1] = 3;
+  broadcast_batch(&c);
+  run_case(&c, true);
+  c = plain(false, false, 1, 7, 1);
+  c.ra = 3, c.ba[0] = 2, c.ba[1] = 1, c.ba[2] = 3;
+  c.rb = 1, c.bb[0] = 3;
+  broadcast_batch(&c);
+  run_case(&c, true);
+  /* Several row blocks (more than 2^27 multiply-adds), a shorter last
+   * block, transposed A packed per block; GPT-2-like widths. The
+   * reference is the double one (cpu-ref is slow at this size). */
+  run_case(&(mm_case){.m = 700, .k = 768, .n = 520}, false);
+  run_case(&(mm_case){.ta = true, .m = 700, .k = 768, .n = 520}, false);
+  run_case(&(mm_case){.ta = true, .tb = true, .m = 520, .k = 640, .n = 900},
+           false);
+  c = plain(false, true, 300, 512, 512);
+  c.ra = 1, c.ba[0] = 3; /* folded: 900 rows, 4 blocks */
+  broadcast_batch(&c);
+  run_case(&c, false);
+  c = plain(true, false, 520, 512, 640);
+  c.ra = 1, c.ba[0] = 2;
+  c.rb = 1, c.bb[0] = 2; /* two matrices of two blocks each */
+  broadcast_batch(&c);
+  run_case(&c, false);
+}
+
+static void test_random_shapes(int trials) {
+  for (int t = 0; t < trials; t++) {
+    mm_case c = plain(next_u64() & 1, next_u64() & 1, rand_int(1, 40),
+                      rand_int(1, 40), rand_int(1, 40));
+    if (rand_int(0, 4) == 0)
+      c.n = rand_int(100, 300);
+    c.ra = (int)rand_int(0, 2);
+    c.rb = (int)rand_int(0, 2);
+    for (int d = 0; d < c.ra; d++)
+      c.ba[d] = rand_int(1, 3);
+    for (int d = 0; d < c.rb; d++) { /* a's where a's is not 1, or 1 */
+      int da = d - (c.rb - c.ra);
+      bool fixed = da >= 0 && c.ba[da] != 1;
+      c.bb[d] = !fixed ? rand_int(1, 3) : rand_int(0, 2) ? c.ba[da] : 1;
+    }
+    broadcast_batch(&c);
+    run_case(&c, true);
+  }
+}
+
+/* f32 and f16 matmuls stay with cblas (oneDNN 2.6 has no f16 on the CPU). */
+static void test_dispatch(void) {
+  static const raf_dtype others[] = {RAF_F32, RAF_F16};
+  char text[1024];
+  mm_case c = plain(false, false, 4, 4, 4);
+  for (int i = 0; i < 2; i++) {
+    mm_text(&c, others[i], text, sizeof text);
+    program p;
+    bool ok = program_open(&p, text, "onednn,cblas,cpu-ref", 1);
+    CHECK(ok);
+    if (ok)
+      CHECK(strcmp(dialect_of_first(&p), "cblas") == 0);
+    program_close(&p);
+  }
+}
+
+/* Twelve statements of two shapes share two primitives. */
+static void test_primitive_cache(void) {
+  char text[4096];
+  int n = snprintf(text, sizeof text,
+                   "func @f(%%x: bf16[512,64], %%w: bf16[64,64], "
+                   "%%v: bf16[64,48]) -> bf16[512,48] {\n"
+                   "  %%h0 = matmul(%%x, %%w)\n");
+  for (int i = 1; i < 11; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n,
+                  "  %%h%d = matmul(%%h%d, %%w)\n", i, i - 1);
+  snprintf(text + n, sizeof text - (size_t)n,
+           "  %%r = matmul(%%h10, %%v)\n  return %%r\n}\n");
+  program p;
+  bool ok = program_open(&p, text, "onednn,cpu-ref", 2);
+  CHECK(ok);
+  if (ok)
+    CHECK(raf_onednn_primitives(p.ex) == 2);
+  program_close(&p);
+}
+
+/* A build without oneDNN: the dialect is refused, saying why. */
+static void test_refused(const char *why) {
+  const char *text = "func @f(%a: bf16[2,2], %b: bf16[2,2]) -> bf16[2,2] {\n"
+                     "  %r = matmul(%a, %b) {dialect = \"onednn\"}\n"
+                     "  return %r\n}\n";
+  raf_ctx *ctx = raf_ctx_create();
+  raf_module *m = raf_parse_module(ctx, "refused.raf", text, strlen(text), 1);
+  CHECK(m && raf_verify_module(ctx, m) == RAF_OK);
+  raf_exec *ex = m ? raf_exec_create(ctx, m, NULL) : NULL;
+  CHECK(ex == NULL);
+  char *rendered = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&rendered, &len);
+  raf_diag_render(ctx, out);
+  fclose(out);
+  CHECK(rendered && strstr(rendered, why) != NULL);
+  free(rendered);
+  raf_exec_destroy(ex);
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+}
+
+int main(void) {
+  const char *why = raf_dialect_unavailable(RAF_DIALECT_ONEDNN);
+  if (why) {
+    test_refused(why);
+    printf("test_onednn: skipped: %s\n", why);
+    return failures ? 1 : SKIPPED;
+  }
+  test_dispatch();
+  test_primitive_cache();
+  test_fixed_shapes();
+  test_random_shapes(60);
+  if (failures)
+    fprintf(stderr, "test_onednn: %d failures\n", failures);
+  return failures != 0;
+}
