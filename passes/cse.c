@@ -281,7 +281,8 @@ static raf_status cse_func(raf_func *f, table *t) {
     return RAF_ERROR;
   for (raf_stmt *s = f->first, *next; s; s = next) {
     next = s->next;
-    if (s->op == RAF_OP_RETURN)
+    /* A recomputation is there to be computed again (remat). */
+    if (s->op == RAF_OP_RETURN || raf_attrs_find(&s->attrs, "remat"))
       continue;
     raf_stmt *same = table_find_or_add(t, s);
     if (!same)

@@ -31,6 +31,17 @@ const char *raf_pass_opt_str(const raf_pass_args *a, const char *name);
  * shared by the passes that leave dead statements behind. */
 size_t raf_erase_dead(raf_func *f);
 
+/* The memory plan's own placement, for the passes that reason about the
+ * peak it will have (plan_memory.c). raf_plan_memory_func plans f alone,
+ * as the plan-memory pass does (its callees' plans, when they have them,
+ * count in raf_mem_stats_of); raf_plan_memory_clear removes a plan's
+ * attributes from f; raf_plan_memory_padded is the bytes a buffer of
+ * `bytes` takes in an arena. */
+raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
+                                bool donation);
+void raf_plan_memory_clear(raf_module *m, raf_func *f);
+int64_t raf_plan_memory_padded(int64_t bytes);
+
 #define PASS(id, name, summary, options) \
   raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);
 #include "passes/passes.def"

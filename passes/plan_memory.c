@@ -48,7 +48,7 @@
  * buffers already placed whose lifetimes meet its own, else above them.
  * The same rule in order of first use is tried too, and the smaller
  * arena kept. Buffers of 4 KiB or more get 320 bytes of padding (see
- * padded()).
+ * raf_plan_memory_padded()).
  *
  * Output: {arena = BYTES} on each function; {offsets = [..]} on each
  * statement but the return (-1 for a result outside the arena); {inplace
@@ -81,7 +81,7 @@ typedef struct buffer {
  * the check for a load that follows a store go by the low 12 bits of the
  * address: a kernel streaming through several such buffers at once, an
  * optimizer update, ran 6% slower.) */
-static int64_t padded(int64_t bytes) {
+int64_t raf_plan_memory_padded(int64_t bytes) {
   return raf_mem_aligned(bytes) + (bytes >= 4096 ? 5 * RAF_MEM_ALIGN : 0);
 }
 
@@ -149,7 +149,7 @@ static int64_t place(const buffer *bufs, int n, const int *order,
 
 /* The smaller of the two placements, into bufs[].offset. */
 static raf_status place_best(buffer *bufs, int n, int64_t *arena) {
-  int *order = malloc(sizeof *order * (size_t)(n + 1));
+  int *order = calloc((size_t)n + 1, sizeof *order);
   sort_key *keys = malloc(sizeof *keys * (size_t)(n + 1));
   int64_t *a = malloc(sizeof *a * (size_t)(n + 1));
   int64_t *b = malloc(sizeof *b * (size_t)(n + 1));
@@ -258,6 +258,21 @@ static raf_status write_plan(raf_module *m, raf_mem_plan *p,
   return RAF_OK;
 }
 
+void raf_plan_memory_clear(raf_module *m, raf_func *f) {
+  static const char *const fattrs[] = {"arena"}, *const rattrs[] = {"donated"},
+                           *const sattrs[] = {"offsets", "inplace"};
+  int n;
+  raf_attr *v = without(m, &f->attrs, fattrs, 1, 0, &n);
+  if (v)
+    f->attrs = (raf_attrs){n ? v : NULL, n};
+  for (int q = 0; q < f->nresults; q++)
+    if ((v = without(m, &f->results[q].attrs, rattrs, 1, 0, &n)))
+      f->results[q].attrs = (raf_attrs){n ? v : NULL, n};
+  for (raf_stmt *s = f->first; s; s = s->next)
+    if ((v = without(m, &s->attrs, sattrs, 2, 0, &n)))
+      raf_stmt_set_attrs(m, s, v, n);
+}
+
 /* ---- Planning a function ------------------------------------------------- */
 
 /* Whether result r of the statement at position k may overwrite operand
@@ -339,28 +354,28 @@ static void donate(raf_mem_plan *p, buffer *bufs, int *nbufs, int *buf_of,
       }
     if (staged) { /* its place in the arena, for its statement only */
       buf_of[id] = *nbufs;
-      bufs[(*nbufs)++] = (buffer){v->def, v->def, padded(v->bytes),
+      bufs[(*nbufs)++] = (buffer){v->def, v->def, raf_plan_memory_padded(v->bytes),
                                   0, -1, -1};
     }
   } else {
     if (b->second >= 0) { /* the chain gets a buffer in the arena */
       p->v[b->second].inplace = -1;
       b->start = p->v[b->second].def;
-      b->size = padded(p->v[b->second].bytes);
+      b->size = raf_plan_memory_padded(p->v[b->second].bytes);
       b->home = -1;
     }
     if (keep) {
       v->kind = RAF_MEM_ARENA;
       buf_of[id] = *nbufs;
       bufs[(*nbufs)++] = (buffer){v->def, v->last,
-                                  padded(v->bytes), 0, -1, -1};
+                                  raf_plan_memory_padded(v->bytes), 0, -1, -1};
     }
   }
   buf_of[a] = -1;
 }
 
-static raf_status plan_func(raf_module *m, raf_func *f, bool inplace,
-                            bool donation) {
+raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
+                                bool donation) {
   raf_mem_plan p;
   if (raf_mem_analyze(f, &p) != RAF_OK)
     return RAF_ERROR;
@@ -417,7 +432,7 @@ static raf_status plan_func(raf_module *m, raf_func *f, bool inplace,
       if (v->inplace < 0) {
         buf_of[id] = nbufs;
         bufs[nbufs++] =
-            (buffer){k, v->last, padded(v->bytes), 0, -1, -1};
+            (buffer){k, v->last, raf_plan_memory_padded(v->bytes), 0, -1, -1};
       }
     }
   }
@@ -444,7 +459,7 @@ raf_status raf_pass_plan_memory(raf_module *m, const raf_pass_args *args) {
   bool inplace = raf_pass_opt_bool(args, "inplace");
   bool donation = raf_pass_opt_bool(args, "donate");
   for (raf_func *f = m->first; f; f = f->next)
-    if (plan_func(m, f, inplace, donation) != RAF_OK) {
+    if (raf_plan_memory_func(m, f, inplace, donation) != RAF_OK) {
       raf_diag_report(args->ctx, f->loc, RAF_SEV_ERROR,
                       "plan-memory: out of memory planning @%s", f->name);
       return RAF_ERROR;

@@ -40,6 +40,16 @@ typedef struct raf_remat_graph {
   int *in_start;    /* node t's inputs are in[in_start[t] .. in_start[t+1]),
                      * each < t, without repeats */
   int *in;
+  /* Optional (NULL: each node is one output of its bytes): the results of
+   * nodes, which live and die one by one, as the plan's values do. Node
+   * t's outputs are out_start[t] .. out_start[t+1]); node t reads the
+   * outputs rd[rd_start[t] .. rd_start[t+1]), without repeats. bytes and
+   * returned above are then the sums over a node's outputs. */
+  int *out_start;
+  int64_t *out_bytes;
+  bool *out_returned;
+  int *rd_start, *rd;
+  int *out_node; /* per output: its node */
 } raf_remat_graph;
 
 /* A schedule: R(t, i) = r[t * n + i], for i < t (the rest is 0). */
@@ -60,6 +70,46 @@ void raf_remat_schedule_free(raf_remat_schedule *s);
 int64_t raf_remat_model_peak(const raf_remat_graph *g,
                              const raf_remat_schedule *s,
                              double *extra_flops);
+
+/* The sparse form of a schedule, which the greedy solver and the pass use
+ * (a function has thousands of nodes and recomputes a few hundred): its
+ * recomputations as (stage, node) steps, sorted by stage, then node. */
+typedef struct raf_remat_step {
+  int stage, node;
+} raf_remat_step;
+
+/* What the model finds about each copy, for the greedy solver. Copies are
+ * numbered by the moment that makes them; a copy's outputs are numbered
+ * from out_base[copy]. */
+typedef struct raf_remat_trace {
+  int moments;
+  int *node;     /* per copy: its node */
+  int *stage;    /* per moment: its stage */
+  int *out_base; /* per copy: the id of its first output (moments + 1) */
+  int *last;     /* per copy output: the last moment it lives */
+  int *copies_start; /* node i's copies, in order of moment: */
+  int *copies;       /* copies[copies_start[i] .. copies_start[i+1]) */
+  int *reads_start;  /* the copy outputs moment m reads: */
+  int *reads;        /* reads[reads_start[m] .. reads_start[m+1]) */
+  int64_t *live;     /* per moment: the bytes live at it */
+} raf_remat_trace;
+
+/* raf_remat_model_peak for a schedule in sparse form; fills *trace when it
+ * is not NULL (free it with raf_remat_trace_free, also after an error). */
+int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
+                                   const raf_remat_step *steps, int nsteps,
+                                   double *extra_flops,
+                                   raf_remat_trace *trace);
+void raf_remat_trace_free(raf_remat_trace *t);
+
+/* The greedy solver (passes/remat_greedy.c): recomputations that bring the
+ * model peak to at most budget, choosing at each step the copy live across
+ * the peak whose recomputation frees the most bytes per FLOP. Writes the
+ * schedule into *steps (malloc'd, *nsteps entries; the caller frees it)
+ * and returns its model peak, which is above budget when the solver found
+ * no way further down (the least it reached); -1 when out of memory. */
+int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
+                               raf_remat_step **steps, int *nsteps);
 
 /* The exact solver (passes/remat_ilp.c, on GLPK): the schedule of least
  * recomputed FLOPs whose model peak is at most budget, into *out
