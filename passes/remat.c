@@ -198,12 +198,19 @@ static raf_status graph_build(raf_func *f, graph *G) {
   g->in_start[n] = e;
   g->rd_start[n] = d;
   g->out_start[n] = o;
+  /* An update of an entry is donated its argument's buffer (plan-memory):
+   * it takes no space of its own. */
+  bool entry = !raf_mem_is_called(f);
   for (int i = 0; i < ret->noperands; i++) {
     raf_value *v = ret->operands[i].value;
     if (v->def) {
-      int j = (int)(v->def->order - base);
+      int j = (int)(v->def->order - base), out = g->out_start[j] + v->index;
       g->returned[j] = true;
-      g->out_returned[g->out_start[j] + v->index] = true;
+      g->out_returned[out] = true;
+      if (entry && raf_attrs_find(&f->results[i].attrs, "updates")) {
+        g->bytes[j] -= g->out_bytes[out];
+        g->out_bytes[out] = 0;
+      }
     }
   }
   for (int a = 0; a < f->nargs; a++)

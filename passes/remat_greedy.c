@@ -30,9 +30,13 @@
 
 /* Candidates tried per step before the solver gives up. */
 #define MAX_TRIES 12
+/* How deep a candidate recomputes the inputs of what it recomputes, and
+ * the most statements one candidate recomputes. */
+#define MAX_DEPTH 8
+#define MAX_STEPS 32
 
 typedef struct candidate {
-  raf_remat_step step[1 + 8]; /* the node, then inputs recomputed with it */
+  raf_remat_step step[MAX_STEPS]; /* the node, then inputs recomputed */
   int nsteps;
   int64_t freed; /* at P */
   double flops;
@@ -182,13 +186,52 @@ static int by_score(const void *a, const void *b) {
   return step_cmp(&x->step[0], &y->step[0]);
 }
 
+static bool has_step(const candidate *c, int node) {
+  for (int q = 0; q < c->nsteps; q++)
+    if (c->step[q].node == node)
+      return true;
+  return false;
+}
+
+/* The bytes that recomputing node i in `stage` (already in c) keeps alive
+ * across P, after recomputing in c, up to `depth` levels down, each input
+ * whose recomputation keeps less alive than the input itself would. */
+static int64_t expand(const raf_remat_graph *g, const raf_remat_trace *t,
+                      int P, candidate *c, int i, int stage, int depth) {
+  int ext[8], next;
+  int64_t ext_bytes[8];
+  int64_t lost = extension(g, t, P, stage, i, ext, ext_bytes, &next);
+  for (int q = 0; depth > 0 && q < next; q++) {
+    int w = ext[q];
+    if (has_step(c, w)) { /* already made again, after P */
+      lost -= ext_bytes[q];
+      continue;
+    }
+    if (!g->can_recompute[w] || !after(t, P, stage, w) ||
+        c->nsteps == MAX_STEPS)
+      continue;
+    int mark = c->nsteps;
+    double flops = c->flops;
+    c->step[c->nsteps++] = (raf_remat_step){stage, w};
+    c->flops += g->flops[w];
+    int64_t lost_w = expand(g, t, P, c, w, stage, depth - 1);
+    if (lost_w < ext_bytes[q]) {
+      lost += lost_w - ext_bytes[q];
+    } else { /* keeping w alive is cheaper */
+      c->nsteps = mark;
+      c->flops = flops;
+    }
+  }
+  return lost;
+}
+
 /* The candidates at the first peak moment P of trace t, best first. */
 static candidate *candidates(const raf_remat_graph *g,
                              const raf_remat_trace *t, int P, int *ncand) {
   int M = t->moments, nout = t->out_base[M];
   int *next_read = malloc(sizeof *next_read * (size_t)(M + 1));
   bool *read_at_p = calloc((size_t)nout + 1, 1);
-  candidate *v = malloc(sizeof *v * (size_t)(2 * M + 1));
+  candidate *v = malloc(sizeof *v * (size_t)((MAX_DEPTH + 1) * M + 1));
   int *copy_of = malloc(sizeof *copy_of * (size_t)(nout + 1));
   *ncand = 0;
   if (!next_read || !read_at_p || !v || !copy_of) {
@@ -226,25 +269,20 @@ static candidate *candidates(const raf_remat_graph *g,
     candidate a = {{{stage, i}}, 1, freed - lost, g->flops[i]};
     if (a.freed > 0)
       v[(*ncand)++] = a;
-    /* With the inputs that would live across P recomputed too. */
-    candidate b = a;
-    bool any = false;
-    for (int q = 0; q < next; q++) {
-      int w = ext[q], ext2[8], next2;
-      int64_t ext2_bytes[8];
-      if (!g->can_recompute[w] || !after(t, P, stage, w))
-        continue;
-      int64_t lost2 = extension(g, t, P, stage, w, ext2, ext2_bytes, &next2);
-      if (lost2 >= ext_bytes[q])
-        continue;
-      b.step[b.nsteps++] = (raf_remat_step){stage, w};
-      b.freed += ext_bytes[q] - lost2;
-      b.flops += g->flops[w];
-      any = true;
-    }
-    if (any && b.freed > 0) {
-      qsort(b.step, (size_t)b.nsteps, sizeof *b.step, step_cmp);
-      v[(*ncand)++] = b;
+    /* With the inputs that would live across P recomputed too, ever
+     * deeper: a transformer's saved q, k, v are a transpose of a split of
+     * a matmul of a layer norm away from the residual that stays. */
+    int64_t prev_steps = 1;
+    for (int depth = 1; depth <= MAX_DEPTH; depth++) {
+      candidate b = {{{stage, i}}, 1, freed, g->flops[i]};
+      b.freed -= expand(g, t, P, &b, i, stage, depth);
+      if (b.nsteps == prev_steps)
+        continue; /* as the last depth's; a deeper one may differ */
+      prev_steps = b.nsteps;
+      if (b.freed > 0) {
+        qsort(b.step, (size_t)b.nsteps, sizeof *b.step, step_cmp);
+        v[(*ncand)++] = b;
+      }
     }
   }
   qsort(v, (size_t)*ncand, sizeof *v, by_score);
