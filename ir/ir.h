@@ -286,6 +286,9 @@ void raf_value_replace_uses(raf_value *from, raf_value *to);
 bool raf_value_has_uses(const raf_value *v);
 /* Removes f from its module; calls of it must be gone. */
 void raf_func_erase(raf_func *f);
+/* Moves g to just before `before` in m's list of functions (a function a
+ * pass makes for a caller goes before it, as the printer then shows). */
+void raf_func_move_before(raf_module *m, raf_func *g, raf_func *before);
 /* Renumbers f's statements in list order, for dominance queries: a
  * statement dominates another of f when its order is smaller. Orders only
  * grow across calls, so stale orders are always older than fresh ones. */

@@ -262,6 +262,26 @@ void raf_func_erase(raf_func *f) {
   f->prev = f->next = NULL;
 }
 
+void raf_func_move_before(raf_module *m, raf_func *g, raf_func *before) {
+  if (g == before || g->next == before)
+    return;
+  if (g->prev)
+    g->prev->next = g->next;
+  else
+    m->first = g->next;
+  if (g->next)
+    g->next->prev = g->prev;
+  else
+    m->last = g->prev;
+  g->next = before;
+  g->prev = before->prev;
+  if (before->prev)
+    before->prev->next = g;
+  else
+    m->first = g;
+  before->prev = g;
+}
+
 const char *raf_func_fresh_name(raf_func *f, const char *hint) {
   char buf[128];
   raf_arena *a = &f->module->arena;

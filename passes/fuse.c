@@ -702,28 +702,6 @@ static raf_value *map_value(fuser *F, raf_func *fn, const group *g,
   return NULL;
 }
 
-/* Moves function g to just before function before (the module's list has
- * no builder for it; only the function list's links change). */
-static void move_func_before(raf_module *m, raf_func *g, raf_func *before) {
-  if (g == before || g->next == before)
-    return;
-  if (g->prev)
-    g->prev->next = g->next;
-  else
-    m->first = g->next;
-  if (g->next)
-    g->next->prev = g->prev;
-  else
-    m->last = g->prev;
-  g->next = before;
-  g->prev = before->prev;
-  if (before->prev)
-    before->prev->next = g;
-  else
-    m->first = g;
-  before->prev = g;
-}
-
 /* Makes @fused_N for group g and replaces the members by its call, not
  * yet linked (the caller relinks the function in schedule order). */
 static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
@@ -738,7 +716,7 @@ static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
   raf_func *fn = raf_func_create(m, name, first->loc);
   if (!fn)
     return false;
-  move_func_before(m, fn, f);
+  raf_func_move_before(m, fn, f);
   raf_value *args[MAX_IO], *ops[MAX_IO];
   raf_type *types[MAX_IO];
   for (int q = 0; q < g->nin; q++) {

@@ -87,252 +87,6 @@ static bool parse_size(const char *s, int64_t *out) {
   return true;
 }
 
-/* ---- The graph of a function --------------------------------------------- */
-
-typedef struct graph {
-  raf_remat_graph g;
-  raf_stmt **stmt; /* node -> statement */
-  int64_t params;  /* bytes of the {param} and {state} arguments */
-  double step_flops;
-} graph;
-
-static void graph_free(graph *G) {
-  free(G->g.bytes);
-  free(G->g.flops);
-  free(G->g.can_recompute);
-  free(G->g.returned);
-  free(G->g.in_start);
-  free(G->g.in);
-  free(G->g.out_start);
-  free(G->g.out_bytes);
-  free(G->g.out_returned);
-  free(G->g.rd_start);
-  free(G->g.rd);
-  free(G->g.out_node);
-  free(G->stmt);
-  memset(G, 0, sizeof *G);
-}
-
-static bool may_recompute(const raf_stmt *s) {
-  switch (s->op) {
-  case RAF_OP_CALL:
-    return s->callee && raf_attrs_find(&s->callee->attrs, "fused");
-  case RAF_OP_ALL_REDUCE:
-  case RAF_OP_REDUCE_SCATTER:
-  case RAF_OP_ALL_GATHER:
-    return false;
-  default:
-    return true;
-  }
-}
-
-static raf_status graph_build(raf_func *f, graph *G) {
-  memset(G, 0, sizeof *G);
-  raf_func_number(f);
-  raf_stmt *ret = raf_func_return(f);
-  int n = 0, edges = 0, nout = 0;
-  for (raf_stmt *s = f->first; s && s != ret; s = s->next) {
-    n++;
-    edges += s->noperands;
-    nout += s->nresults;
-  }
-  raf_remat_graph *g = &G->g;
-  g->n = n;
-  g->bytes = calloc((size_t)n + 1, sizeof *g->bytes);
-  g->flops = calloc((size_t)n + 1, sizeof *g->flops);
-  g->can_recompute = calloc((size_t)n + 1, sizeof *g->can_recompute);
-  g->returned = calloc((size_t)n + 1, sizeof *g->returned);
-  g->in_start = calloc((size_t)n + 2, sizeof *g->in_start);
-  g->in = calloc((size_t)edges + 1, sizeof *g->in);
-  g->out_start = calloc((size_t)n + 2, sizeof *g->out_start);
-  g->out_bytes = calloc((size_t)nout + 1, sizeof *g->out_bytes);
-  g->out_returned = calloc((size_t)nout + 1, sizeof *g->out_returned);
-  g->out_node = calloc((size_t)nout + 1, sizeof *g->out_node);
-  g->rd_start = calloc((size_t)n + 2, sizeof *g->rd_start);
-  g->rd = calloc((size_t)edges + 1, sizeof *g->rd);
-  G->stmt = calloc((size_t)n + 1, sizeof *G->stmt);
-  if (!ret || !g->bytes || !g->flops || !g->can_recompute || !g->returned ||
-      !g->in_start || !g->in || !g->out_start || !g->out_bytes ||
-      !g->out_returned || !g->out_node || !g->rd_start || !g->rd ||
-      !G->stmt) {
-    graph_free(G);
-    return RAF_ERROR;
-  }
-  int64_t base = f->first->order;
-  int t = 0, e = 0, d = 0, o = 0;
-  for (raf_stmt *s = f->first; s != ret; s = s->next, t++) {
-    G->stmt[t] = s;
-    raf_cost c = raf_stmt_cost(s);
-    G->step_flops += c.flops;
-    double written = 0;
-    g->out_start[t] = o;
-    for (int r = 0; r < s->nresults; r++, o++) {
-      g->out_bytes[o] =
-          raf_plan_memory_padded(raf_mem_bytes(s->results[r]->type));
-      g->out_node[o] = t;
-      g->bytes[t] += g->out_bytes[o];
-      written += (double)s->results[r]->type->numel;
-    }
-    /* A copy is not free: at least one operation per element written. */
-    g->flops[t] = c.flops > written ? c.flops : written;
-    g->can_recompute[t] = may_recompute(s);
-    g->in_start[t] = e;
-    g->rd_start[t] = d;
-    for (int i = 0; i < s->noperands; i++) {
-      raf_value *v = s->operands[i].value;
-      if (!v->def)
-        continue;
-      int j = (int)(v->def->order - base), out = g->out_start[j] + v->index;
-      bool seen = false;
-      for (int q = g->in_start[t]; q < e; q++)
-        seen |= g->in[q] == j;
-      if (!seen)
-        g->in[e++] = j;
-      seen = false;
-      for (int q = g->rd_start[t]; q < d; q++)
-        seen |= g->rd[q] == out;
-      if (!seen)
-        g->rd[d++] = out;
-    }
-  }
-  g->in_start[n] = e;
-  g->rd_start[n] = d;
-  g->out_start[n] = o;
-  /* An update of an entry is donated its argument's buffer (plan-memory):
-   * it takes no space of its own. */
-  bool entry = !raf_mem_is_called(f);
-  for (int i = 0; i < ret->noperands; i++) {
-    raf_value *v = ret->operands[i].value;
-    if (v->def) {
-      int j = (int)(v->def->order - base), out = g->out_start[j] + v->index;
-      g->returned[j] = true;
-      g->out_returned[out] = true;
-      if (entry && raf_attrs_find(&f->results[i].attrs, "updates")) {
-        g->bytes[j] -= g->out_bytes[out];
-        g->out_bytes[out] = 0;
-      }
-    }
-  }
-  for (int a = 0; a < f->nargs; a++)
-    if (raf_arg_flag(&f->args[a], "param") ||
-        raf_arg_flag(&f->args[a], "state"))
-      G->params += raf_mem_bytes(f->args[a].value->type);
-  return RAF_OK;
-}
-
-/* ---- Writing a schedule into the function -------------------------------- */
-
-typedef struct written {
-  raf_stmt **clone; /* per step */
-  const raf_remat_step *steps;
-  int nsteps;
-} written;
-
-/* The value that a read of v takes when copies[] holds each node's latest
- * copy. */
-static raf_value *latest(const graph *G, raf_stmt **copies, raf_value *v) {
-  if (!v->def)
-    return v;
-  int j = (int)(v->def->order - G->stmt[0]->order);
-  return copies[j] ? copies[j]->results[v->index] : v;
-}
-
-static raf_stmt *clone_stmt(raf_module *m, raf_func *f, const raf_stmt *s,
-                            raf_value **operands, raf_stmt *before) {
-  raf_type *types[16];
-  raf_type **tv = s->nresults <= 16
-                      ? types
-                      : malloc(sizeof *tv * (size_t)s->nresults);
-  raf_attr *attrs = malloc(sizeof *attrs * (size_t)(s->attrs.n + 1));
-  raf_stmt *c = NULL;
-  if (tv && attrs) {
-    for (int r = 0; r < s->nresults; r++)
-      tv[r] = s->results[r]->type;
-    c = raf_stmt_create(m, s->op, s->noperands, operands, s->nresults, tv,
-                        s->loc);
-  }
-  if (c) {
-    memcpy(attrs, s->attrs.v, sizeof *attrs * (size_t)s->attrs.n);
-    memset(&attrs[s->attrs.n], 0, sizeof *attrs);
-    attrs[s->attrs.n].name = "remat";
-    attrs[s->attrs.n].kind = RAF_ATTR_BOOL;
-    attrs[s->attrs.n].val.u.b = true;
-    raf_stmt_set_attrs(m, c, attrs, s->attrs.n + 1);
-    c->callee = s->callee;
-    c->cdata = s->cdata;
-    for (int r = 0; r < c->nresults; r++) {
-      c->results[r]->func = f;
-      const char *name = raf_func_derived_name(f, s->results[r]->name);
-      if (name)
-        raf_value_set_name(c->results[r], name);
-    }
-    raf_stmt_insert_before(f, c, before);
-  }
-  if (tv != types)
-    free(tv);
-  free(attrs);
-  return c;
-}
-
-/* Writes steps into f: each stage's recomputations before its statement,
- * and every read redirected to the latest copy. Undo with unwrite. */
-static raf_status write_steps(raf_module *m, raf_func *f, const graph *G,
-                              const raf_remat_step *steps, int nsteps,
-                              written *w) {
-  int n = G->g.n;
-  /* Positions from orders (latest()): planning renumbered f. */
-  raf_func_number(f);
-  w->clone = calloc((size_t)nsteps + 1, sizeof *w->clone);
-  w->steps = steps;
-  w->nsteps = 0;
-  raf_stmt **copies = calloc((size_t)n + 1, sizeof *copies);
-  raf_value **ops = NULL;
-  int maxops = 1;
-  for (int t = 0; t < n; t++)
-    if (G->stmt[t]->noperands > maxops)
-      maxops = G->stmt[t]->noperands;
-  ops = malloc(sizeof *ops * (size_t)maxops);
-  raf_status st = w->clone && copies && ops ? RAF_OK : RAF_ERROR;
-  raf_stmt *ret = raf_func_return(f);
-  int k = 0;
-  for (int t = 0; st == RAF_OK && t <= n; t++) {
-    for (; k < nsteps && steps[k].stage == t; k++) {
-      const raf_stmt *s = G->stmt[steps[k].node];
-      for (int i = 0; i < s->noperands; i++)
-        ops[i] = latest(G, copies, s->operands[i].value);
-      raf_stmt *c = clone_stmt(m, f, s, ops, G->stmt[t]);
-      if (!c) {
-        st = RAF_ERROR;
-        break;
-      }
-      w->clone[w->nsteps++] = c;
-      copies[steps[k].node] = c;
-    }
-    raf_stmt *s = t < n ? G->stmt[t] : ret;
-    for (int i = 0; st == RAF_OK && i < s->noperands; i++) {
-      raf_value *v = latest(G, copies, s->operands[i].value);
-      if (v != s->operands[i].value)
-        raf_use_set(&s->operands[i], v);
-    }
-  }
-  free(copies);
-  free(ops);
-  return st;
-}
-
-/* Undoes write_steps: every read goes back to the original, clones go. */
-static void unwrite(const graph *G, written *w) {
-  for (int k = w->nsteps - 1; k >= 0; k--) {
-    raf_stmt *c = w->clone[k];
-    const raf_stmt *s = G->stmt[w->steps[k].node];
-    for (int r = 0; r < c->nresults; r++)
-      raf_value_replace_uses(c->results[r], s->results[r]);
-    raf_stmt_erase(c);
-  }
-  free(w->clone);
-  memset(w, 0, sizeof *w);
-}
-
 /* The peak that plan-memory's plan of f has (the figure --stats prints). */
 static raf_status real_peak(raf_module *m, raf_func *f, int64_t *peak) {
   raf_memory_stats st = {0};
@@ -355,7 +109,7 @@ typedef struct options {
 } options;
 
 /* The solver's schedule for a model budget; its model peak, -1 on error. */
-static int64_t solve(const options *o, const graph *G, int64_t budget,
+static int64_t solve(const options *o, const raf_remat_fn *G, int64_t budget,
                      raf_remat_step **steps, int *nsteps, raf_func *f) {
   if (!o->ilp)
     return raf_remat_solve_greedy(&G->g, budget, steps, nsteps);
@@ -383,7 +137,7 @@ static int64_t solve(const options *o, const graph *G, int64_t budget,
       for (int t = 0; t < n; t++)
         for (int i = 0; i < t; i++)
           if (s.r[(size_t)t * (size_t)n + (size_t)i])
-            (*steps)[(*nsteps)++] = (raf_remat_step){t, i};
+            (*steps)[(*nsteps)++] = (raf_remat_step){t, i, -1};
       peak = raf_remat_model_peak_steps(&G->g, *steps, *nsteps, NULL, NULL);
     } else {
       peak = -1;
@@ -404,15 +158,15 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                     f->name);
     return RAF_ERROR;
   }
-  graph G;
-  if (graph_build(f, &G) != RAF_OK)
+  raf_remat_fn G;
+  if (raf_remat_graph_build(f, &G) != RAF_OK)
     return RAF_ERROR;
   if (o->ilp && G.g.n > MAX_ILP_NODES) {
     raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
                     "remat: @%s has %d statements; solver=ilp takes at most "
                     "%d (use the default solver)", f->name, G.g.n,
                     MAX_ILP_NODES);
-    graph_free(&G);
+    raf_remat_graph_free(&G);
     return RAF_ERROR;
   }
   int64_t before, budget;
@@ -428,14 +182,14 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
     st = RAF_ERROR;
   }
   if (st != RAF_OK || before <= budget) {
-    graph_free(&G);
+    raf_remat_graph_free(&G);
     return st;
   }
   int64_t model = raf_remat_model_peak_steps(&G.g, NULL, 0, NULL, NULL);
   int64_t offset = before - model, after = before, least = before;
   raf_remat_step *steps = NULL;
   int nsteps = 0;
-  written w = {NULL, NULL, 0};
+  raf_remat_written w = {NULL, NULL, 0};
   bool done = false;
   for (int round = 0; st == RAF_OK && !done && round < MAX_ROUNDS; round++) {
     free(steps);
@@ -447,7 +201,7 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
       st = RAF_ERROR;
       break;
     }
-    if (write_steps(m, f, &G, steps, nsteps, &w) != RAF_OK ||
+    if (raf_remat_write(m, f, &G, steps, nsteps, &w) != RAF_OK ||
         real_peak(m, f, &after) != RAF_OK) {
       st = RAF_ERROR;
       break;
@@ -456,7 +210,7 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
       least = after;
     done = after <= budget;
     if (!done) {
-      unwrite(&G, &w);
+      raf_remat_unwrite(&G, &w);
       if (reached > budget - offset)
         break; /* the solver can get no lower */
       /* The plan needs more than the model: ask the model for less. */
@@ -474,8 +228,8 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
   }
   if (st == RAF_OK) {
     double extra = 0;
-    for (int k = 0; k < nsteps; k++)
-      extra += raf_stmt_cost(G.stmt[steps[k].node]).flops;
+    for (int k = 0; k < w.nsteps; k++)
+      extra += raf_stmt_cost(w.clone[k]).flops;
     char b0[64], b3[64];
     size_str(before, b0, sizeof b0);
     size_str(after, b3, sizeof b3);
@@ -486,10 +240,11 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                     G.step_flops > 0 ? 100 * extra / G.step_flops : 0.0);
     free(w.clone);
   } else if (w.clone) {
-    unwrite(&G, &w);
+    raf_remat_unwrite(&G, &w);
   }
   free(steps);
-  graph_free(&G);
+  raf_remat_drop_slices(&G);
+  raf_remat_graph_free(&G);
   return st;
 }
 

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "include/raf/raf.h"
+#include "ir/ir.h"
 
 typedef struct raf_remat_graph {
   int n;            /* nodes */
@@ -50,6 +50,15 @@ typedef struct raf_remat_graph {
   bool *out_returned;
   int *rd_start, *rd;
   int *out_node; /* per output: its node */
+  /* Optional (NULL: none), with the outputs: slices. A node that calls a
+   * {fused} function of several results may compute one of them alone,
+   * from the call's operands and from its other results (the layer_norm
+   * of a residual that the same call returns). Output o has one when
+   * has_slice[o]; it reads the outputs slice_rd[slice_start[o] ..
+   * slice_start[o+1]) and costs slice_flops[o]. */
+  bool *has_slice;
+  double *slice_flops;
+  int *slice_start, *slice_rd;
 } raf_remat_graph;
 
 /* A schedule: R(t, i) = r[t * n + i], for i < t (the rest is 0). */
@@ -73,22 +82,27 @@ int64_t raf_remat_model_peak(const raf_remat_graph *g,
 
 /* The sparse form of a schedule, which the greedy solver and the pass use
  * (a function has thousands of nodes and recomputes a few hundred): its
- * recomputations as (stage, node) steps, sorted by stage, then node. */
+ * recomputations as steps, sorted by stage, node, then out. A step
+ * recomputes the whole node (out -1) or the slice of its output `out`
+ * (0 for its first). */
 typedef struct raf_remat_step {
-  int stage, node;
+  int stage, node, out;
 } raf_remat_step;
 
-/* What the model finds about each copy, for the greedy solver. Copies are
- * numbered by the moment that makes them; a copy's outputs are numbered
- * from out_base[copy]. */
+/* What the model finds, for the greedy solver. Each moment computes a node
+ * or a slice and makes copies of its outputs ("copy outputs", numbered in
+ * the order they are made). */
 typedef struct raf_remat_trace {
   int moments;
-  int *node;     /* per copy: its node */
-  int *stage;    /* per moment: its stage */
-  int *out_base; /* per copy: the id of its first output (moments + 1) */
+  int *node;     /* per moment: the node it computes */
+  int *stage;    /* per moment */
+  int *slice;    /* per moment: -1, or the output it computes alone */
+  int *co_base;  /* moment m makes copy outputs co_base[m] .. co_base[m+1]) */
+  int *co_out;   /* per copy output: the graph's output it copies */
+  int *co_moment;
   int *last;     /* per copy output: the last moment it lives */
-  int *copies_start; /* node i's copies, in order of moment: */
-  int *copies;       /* copies[copies_start[i] .. copies_start[i+1]) */
+  int *copies_start; /* output o's copy outputs, in order: */
+  int *copies;       /* copies[copies_start[o] .. copies_start[o+1]) */
   int *reads_start;  /* the copy outputs moment m reads: */
   int *reads;        /* reads[reads_start[m] .. reads_start[m+1]) */
   int64_t *live;     /* per moment: the bytes live at it */
@@ -110,6 +124,53 @@ void raf_remat_trace_free(raf_remat_trace *t);
  * no way further down (the least it reached); -1 when out of memory. */
 int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
                                raf_remat_step **steps, int *nsteps);
+
+/* ---- The pass's side (passes/remat_write.c) ----------------------------- */
+
+typedef struct raf_remat_slice_fn {
+  raf_func *callee;
+  int k;
+  raf_func *fn; /* @callee.slice.K */
+} raf_remat_slice_fn;
+
+/* A function's problem: the graph, and what writing a schedule needs. */
+typedef struct raf_remat_fn {
+  raf_remat_graph g;
+  raf_stmt **stmt;      /* node -> statement */
+  int64_t base;         /* the order of stmt[0] */
+  int *opnd_start;      /* node t's operand slots are opnd_out[opnd_start[t]
+                         * .. opnd_start[t+1]): each one's output, or -1
+                         * for an argument */
+  int *opnd_out;
+  int64_t params;       /* bytes of the {param} and {state} arguments */
+  double step_flops;    /* the cost model's FLOPs of one call */
+  raf_remat_slice_fn *slices; /* made so far */
+  int nslices, slices_cap;
+} raf_remat_fn;
+
+/* A schedule written into a function: the statement of each step. */
+typedef struct raf_remat_written {
+  raf_stmt **clone;
+  const raf_remat_step *steps;
+  int nsteps;
+} raf_remat_written;
+
+/* The problem of f (see remat_write.c); RAF_ERROR when out of memory.
+ * Free with raf_remat_graph_free. */
+raf_status raf_remat_graph_build(raf_func *f, raf_remat_fn *G);
+void raf_remat_graph_free(raf_remat_fn *G);
+/* Writes steps (sorted) into f as {remat} statements; undo it with
+ * raf_remat_unwrite (also after an error). */
+raf_status raf_remat_write(raf_module *m, raf_func *f, raf_remat_fn *G,
+                           const raf_remat_step *steps, int nsteps,
+                           raf_remat_written *w);
+void raf_remat_unwrite(raf_remat_fn *G, raf_remat_written *w);
+/* Erases the slice functions no call names, and forgets them all. */
+void raf_remat_drop_slices(raf_remat_fn *G);
+/* A copy of s with the given operands, inserted into f before `before`
+ * (NULL: at the end), with s's attributes, and {remat} when mark. */
+raf_stmt *raf_remat_clone(raf_module *m, raf_func *f, const raf_stmt *s,
+                          raf_value **operands, raf_stmt *before, bool mark);
 
 /* The exact solver (passes/remat_ilp.c, on GLPK): the schedule of least
  * recomputed FLOPs whose model peak is at most budget, into *out

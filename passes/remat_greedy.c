@@ -6,22 +6,28 @@
  *
  *  1. Run the schedule in the model (remat_model.c) and find the first
  *     moment P at the peak.
- *  2. Every copy live at P that P does not read is a candidate: recompute
- *     its node just before its next read after P, so the copy dies at its
- *     last read before P. Its inputs are read there from their latest
- *     copies, and a copy that had died before P now lives across it: the
- *     bytes freed at P are the node's minus those inputs'. A second form
- *     of the candidate also recomputes those inputs, in the same stage, when
- *     that frees more.
+ *  2. Every copy of an output live at P that P does not read is a
+ *     candidate: compute it again just before its next read after P, so
+ *     that the copy dies at its last read before P. It is computed by its
+ *     slice when it has one (a layer_norm from the residual its fused call
+ *     also returns), else by its whole node, which also frees the node's
+ *     other outputs that are not read again before. Its inputs are read
+ *     there from their latest copies, and a copy that had died before P
+ *     now lives across it: the bytes freed at P are the output's minus
+ *     those inputs'. Further forms of the candidate also compute those
+ *     inputs again, in the same stage, level by level (up to MAX_DEPTH),
+ *     each where that keeps fewer bytes alive than the input would: the
+ *     q, k, v that attention's gradient reads are a transpose of a
+ *     reshape of a split of a matmul away from the layer norm that stays.
  *  3. Candidates are tried in order of bytes freed at P per FLOP
- *     recomputed (free recomputations first, the largest first); the first
- *     that lowers the peak, or keeps it and leaves fewer moments at it, is
+ *     recomputed (free ones first, the largest first); the first that
+ *     lowers the peak, or keeps it and leaves fewer moments at it, is
  *     kept. Each kept step lowers (peak, moments at the peak)
  *     lexicographically, so the solver ends.
  *  4. It stops when the peak is within the budget, or when no candidate
  *     helps: the peak then is the least it reaches.
  * A step costs one run of the model, linear in the moments and reads, so a
- * GPT-2 step of thousands of statements is solved in milliseconds.
+ * GPT-2 step of a thousand statements is solved in tens of milliseconds.
  */
 #include "passes/remat.h"
 
@@ -31,12 +37,12 @@
 /* Candidates tried per step before the solver gives up. */
 #define MAX_TRIES 12
 /* How deep a candidate recomputes the inputs of what it recomputes, and
- * the most statements one candidate recomputes. */
+ * the most steps one candidate takes. */
 #define MAX_DEPTH 8
 #define MAX_STEPS 32
 
 typedef struct candidate {
-  raf_remat_step step[MAX_STEPS]; /* the node, then inputs recomputed */
+  raf_remat_step step[MAX_STEPS]; /* the output's, then its inputs' */
   int nsteps;
   int64_t freed; /* at P */
   double flops;
@@ -52,7 +58,9 @@ static int step_cmp(const void *a, const void *b) {
   const raf_remat_step *x = a, *y = b;
   if (x->stage != y->stage)
     return x->stage < y->stage ? -1 : 1;
-  return x->node - y->node;
+  if (x->node != y->node)
+    return x->node < y->node ? -1 : 1;
+  return x->out - y->out;
 }
 
 /* Adds the candidate's steps to the schedule, keeping it sorted. */
@@ -76,8 +84,7 @@ static void remove_steps(solver *S, const candidate *c) {
   for (int j = 0; j < S->nsteps; j++) {
     bool drop = false;
     for (int q = 0; q < c->nsteps; q++)
-      drop |= S->steps[j].stage == c->step[q].stage &&
-              S->steps[j].node == c->step[q].node;
+      drop |= step_cmp(&S->steps[j], &c->step[q]) == 0;
     if (!drop)
       S->steps[k++] = S->steps[j];
   }
@@ -98,14 +105,72 @@ static int64_t evaluate(solver *S, int *at_peak, raf_remat_trace *trace) {
   return peak;
 }
 
-/* The latest copy of node w that a recomputation in `stage` reads: its
- * last copy made in a stage <= stage (w precedes the recomputed node, so
- * all of w's copies in that stage come first). -1 when none. */
-static int latest_copy(const raf_remat_trace *t, int w, int stage) {
-  int lo = t->copies_start[w], hi = t->copies_start[w + 1], best = -1;
+/* ---- The graph's outputs ------------------------------------------------- */
+
+static int first_out(const raf_remat_graph *g, int node) {
+  return g->out_start ? g->out_start[node] : node;
+}
+
+static int nouts(const raf_remat_graph *g, int node) {
+  return g->out_start ? g->out_start[node + 1] - g->out_start[node] : 1;
+}
+
+static int node_of(const raf_remat_graph *g, int out) {
+  return g->out_start ? g->out_node[out] : out;
+}
+
+static int64_t out_bytes(const raf_remat_graph *g, int out) {
+  return g->out_start ? g->out_bytes[out] : g->bytes[out];
+}
+
+static bool has_slice(const raf_remat_graph *g, int out) {
+  return g->has_slice && g->has_slice[out] && nouts(g, node_of(g, out)) > 1;
+}
+
+/* The outputs that step s reads. */
+static void reads_of(const raf_remat_graph *g, const raf_remat_step *s,
+                     const int **rd, int *nrd) {
+  if (s->out >= 0) {
+    int q = first_out(g, s->node) + s->out;
+    *rd = g->slice_rd + g->slice_start[q];
+    *nrd = g->slice_start[q + 1] - g->slice_start[q];
+  } else if (g->out_start) {
+    *rd = g->rd + g->rd_start[s->node];
+    *nrd = g->rd_start[s->node + 1] - g->rd_start[s->node];
+  } else {
+    *rd = g->in + g->in_start[s->node];
+    *nrd = g->in_start[s->node + 1] - g->in_start[s->node];
+  }
+}
+
+static double step_flops(const raf_remat_graph *g, const raf_remat_step *s) {
+  return s->out >= 0 ? g->slice_flops[first_out(g, s->node) + s->out]
+                     : g->flops[s->node];
+}
+
+/* The step that computes output o again in `stage`: its slice if it has
+ * one, else its node. */
+static raf_remat_step step_for(const raf_remat_graph *g, int o, int stage) {
+  int i = node_of(g, o);
+  return (raf_remat_step){stage, i, has_slice(g, o) ? o - first_out(g, i)
+                                                    : -1};
+}
+
+/* ---- The trace ----------------------------------------------------------- */
+
+/* The order of moment m's computation, as a step. */
+static raf_remat_step key_of(const raf_remat_trace *t, int m) {
+  return (raf_remat_step){t->stage[m], t->node[m], t->slice[m]};
+}
+
+/* The copy of output o that step s reads: the last made before s. */
+static int latest_copy(const raf_remat_trace *t, int o,
+                       const raf_remat_step *s) {
+  int lo = t->copies_start[o], hi = t->copies_start[o + 1], best = -1;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (t->stage[t->copies[mid]] <= stage) {
+    raf_remat_step k = key_of(t, t->co_moment[t->copies[mid]]);
+    if (step_cmp(&k, s) < 0) {
       best = t->copies[mid];
       lo = mid + 1;
     } else {
@@ -115,61 +180,59 @@ static int latest_copy(const raf_remat_trace *t, int w, int stage) {
   return best;
 }
 
-/* Whether a recomputation of node i in `stage` comes after moment P. */
-static bool after(const raf_remat_trace *t, int P, int stage, int i) {
-  return stage > t->stage[P] || (stage == t->stage[P] && i > t->node[P]);
+/* Whether step s comes after moment P. */
+static bool after(const raf_remat_trace *t, int P, const raf_remat_step *s) {
+  raf_remat_step k = key_of(t, P);
+  return step_cmp(s, &k) > 0;
 }
 
-/* The outputs a node reads: g's, or its inputs when it has none. */
-static void reads_of(const raf_remat_graph *g, int i, const int **rd,
-                     int *nrd) {
-  const int *start = g->out_start ? g->rd_start : g->in_start;
-  *rd = (g->out_start ? g->rd : g->in) + start[i];
-  *nrd = start[i + 1] - start[i];
+/* ---- Candidates ---------------------------------------------------------- */
+
+/* Whether a step of c makes output o. */
+static bool makes(const raf_remat_graph *g, const candidate *c, int o) {
+  int i = node_of(g, o), k = o - first_out(g, i);
+  for (int q = 0; q < c->nsteps; q++)
+    if (c->step[q].node == i && (c->step[q].out < 0 || c->step[q].out == k))
+      return true;
+  return false;
 }
 
-static int out_node(const raf_remat_graph *g, int out) {
-  return g->out_start ? g->out_node[out] : out;
-}
-
-static int out_index(const raf_remat_graph *g, int out) {
-  return g->out_start ? out - g->out_start[g->out_node[out]] : 0;
-}
-
-static int64_t out_bytes(const raf_remat_graph *g, int out) {
-  return g->out_start ? g->out_bytes[out] : g->bytes[out];
-}
-
-/* The bytes that reading node i's inputs in `stage` keeps alive across P
- * (their latest copies there died before P), with the nodes of those
- * inputs in `extended` (at most 8 listed) and their bytes in ext_bytes. */
-static int64_t extension(const raf_remat_graph *g, const raf_remat_trace *t,
-                         int P, int stage, int i, int *extended,
-                         int64_t *ext_bytes, int *next) {
-  int64_t bytes = 0;
+/* The bytes that step s of c keeps alive across P, reading copies that
+ * died before it, after c computes again, up to `depth` levels down, each
+ * such input whose recomputation keeps less alive than the input would. */
+static int64_t expand(const raf_remat_graph *g, const raf_remat_trace *t,
+                      int P, candidate *c, const raf_remat_step *s,
+                      int depth) {
   const int *rd;
   int nrd;
-  reads_of(g, i, &rd, &nrd);
-  *next = 0;
+  int64_t lost = 0;
+  reads_of(g, s, &rd, &nrd);
   for (int e = 0; e < nrd; e++) {
-    int w = out_node(g, rd[e]), c = latest_copy(t, w, stage);
-    if (c < 0 || c >= P)
+    int o = rd[e], co = latest_copy(t, o, s);
+    if (co < 0 || t->co_moment[co] >= P || t->last[co] >= P ||
+        makes(g, c, o))
+      continue; /* alive across P anyway, or made again after it */
+    int64_t bytes = out_bytes(g, o);
+    raf_remat_step w = step_for(g, o, s->stage);
+    if (depth == 0 || !g->can_recompute[w.node] || !after(t, P, &w) ||
+        c->nsteps == MAX_STEPS) {
+      lost += bytes;
       continue;
-    int co = t->out_base[c] + out_index(g, rd[e]);
-    if (t->last[co] >= P)
-      continue;
-    bytes += out_bytes(g, rd[e]);
-    int q = 0;
-    while (q < *next && extended[q] != w)
-      q++;
-    if (q == *next && *next < 8) {
-      extended[*next] = w;
-      ext_bytes[(*next)++] = 0;
     }
-    if (q < *next)
-      ext_bytes[q] += out_bytes(g, rd[e]);
+    int mark = c->nsteps;
+    double flops = c->flops;
+    c->step[c->nsteps++] = w;
+    c->flops += step_flops(g, &w);
+    int64_t lost_w = expand(g, t, P, c, &w, depth - 1);
+    if (lost_w < bytes) {
+      lost += lost_w;
+    } else { /* keeping the input alive is cheaper */
+      c->nsteps = mark;
+      c->flops = flops;
+      lost += bytes;
+    }
   }
-  return bytes;
+  return lost;
 }
 
 static double score(const candidate *c) {
@@ -186,109 +249,96 @@ static int by_score(const void *a, const void *b) {
   return step_cmp(&x->step[0], &y->step[0]);
 }
 
-static bool has_step(const candidate *c, int node) {
-  for (int q = 0; q < c->nsteps; q++)
-    if (c->step[q].node == node)
-      return true;
-  return false;
+/* The bytes at P that step s frees: the copies it replaces that live
+ * across P, are not read at P, and are not read again before s. */
+static int64_t freed_by(const raf_remat_graph *g, const raf_remat_trace *t,
+                        int P, const raf_remat_step *s, const bool *read_at_p,
+                        const int *next_read) {
+  int q0 = first_out(g, s->node) + (s->out < 0 ? 0 : s->out);
+  int q1 = s->out < 0 ? q0 + nouts(g, s->node) : q0 + 1;
+  int64_t freed = 0;
+  for (int q = q0; q < q1; q++) {
+    int co = latest_copy(t, q, s);
+    if (co < 0 || t->co_moment[co] >= P || t->last[co] < P || read_at_p[co])
+      continue;
+    int u = next_read[co];
+    raf_remat_step ku = u >= 0 ? key_of(t, u) : *s;
+    if (u < 0 || step_cmp(&ku, s) > 0)
+      freed += out_bytes(g, q);
+  }
+  return freed;
 }
 
-/* The bytes that recomputing node i in `stage` (already in c) keeps alive
- * across P, after recomputing in c, up to `depth` levels down, each input
- * whose recomputation keeps less alive than the input itself would. */
-static int64_t expand(const raf_remat_graph *g, const raf_remat_trace *t,
-                      int P, candidate *c, int i, int stage, int depth) {
-  int ext[8], next;
-  int64_t ext_bytes[8];
-  int64_t lost = extension(g, t, P, stage, i, ext, ext_bytes, &next);
-  for (int q = 0; depth > 0 && q < next; q++) {
-    int w = ext[q];
-    if (has_step(c, w)) { /* already made again, after P */
-      lost -= ext_bytes[q];
-      continue;
-    }
-    if (!g->can_recompute[w] || !after(t, P, stage, w) ||
-        c->nsteps == MAX_STEPS)
-      continue;
-    int mark = c->nsteps;
-    double flops = c->flops;
-    c->step[c->nsteps++] = (raf_remat_step){stage, w};
-    c->flops += g->flops[w];
-    int64_t lost_w = expand(g, t, P, c, w, stage, depth - 1);
-    if (lost_w < ext_bytes[q]) {
-      lost += lost_w - ext_bytes[q];
-    } else { /* keeping w alive is cheaper */
-      c->nsteps = mark;
-      c->flops = flops;
+/* Adds the forms of the candidate that starts with step s. */
+static void add_forms(const raf_remat_graph *g, const raf_remat_trace *t,
+                      int P, const raf_remat_step *s, int64_t freed,
+                      candidate *v, int *ncand) {
+  int prev = -1;
+  for (int depth = 0; depth <= MAX_DEPTH; depth++) {
+    candidate c = {{*s}, 1, freed, step_flops(g, s)};
+    c.freed -= expand(g, t, P, &c, s, depth);
+    if (c.nsteps == prev)
+      continue; /* as the last depth's; a deeper one may differ */
+    prev = c.nsteps;
+    if (c.freed > 0) {
+      qsort(c.step, (size_t)c.nsteps, sizeof *c.step, step_cmp);
+      v[(*ncand)++] = c;
     }
   }
-  return lost;
 }
 
 /* The candidates at the first peak moment P of trace t, best first. */
 static candidate *candidates(const raf_remat_graph *g,
                              const raf_remat_trace *t, int P, int *ncand) {
-  int M = t->moments, nout = t->out_base[M];
-  int *next_read = malloc(sizeof *next_read * (size_t)(M + 1));
-  bool *read_at_p = calloc((size_t)nout + 1, 1);
-  candidate *v = malloc(sizeof *v * (size_t)((MAX_DEPTH + 1) * M + 1));
-  int *copy_of = malloc(sizeof *copy_of * (size_t)(nout + 1));
+  int M = t->moments, nco = t->co_base[M];
+  int *next_read = malloc(sizeof *next_read * (size_t)(nco + 1));
+  bool *read_at_p = calloc((size_t)nco + 1, 1);
+  /* Two forms (slice, node) per copy output, each at every depth. */
+  size_t cap = (size_t)(2 * (MAX_DEPTH + 1)) * (size_t)nco + 1;
+  candidate *v = malloc(sizeof *v * cap);
   *ncand = 0;
-  if (!next_read || !read_at_p || !v || !copy_of) {
+  if (!next_read || !read_at_p || !v) {
     free(next_read);
     free(read_at_p);
     free(v);
-    free(copy_of);
     return NULL;
   }
-  for (int c = 0; c < M; c++) {
-    next_read[c] = -1;
-    for (int co = t->out_base[c]; co < t->out_base[c + 1]; co++)
-      copy_of[co] = c;
-  }
+  for (int co = 0; co < nco; co++)
+    next_read[co] = -1;
   for (int r = t->reads_start[P]; r < t->reads_start[P + 1]; r++)
     read_at_p[t->reads[r]] = true;
   for (int m = P + 1; m < M; m++)
     for (int r = t->reads_start[m]; r < t->reads_start[m + 1]; r++)
-      if (next_read[copy_of[t->reads[r]]] < 0)
-        next_read[copy_of[t->reads[r]]] = m;
-  for (int c = 0; c < P; c++) {
-    int i = t->node[c], u = next_read[c];
-    if (u < 0 || !g->can_recompute[i])
+      if (next_read[t->reads[r]] < 0)
+        next_read[t->reads[r]] = m;
+  for (int co = 0; co < t->co_base[P]; co++) {
+    int o = t->co_out[co], i = node_of(g, o), u = next_read[co];
+    if (t->last[co] < P || read_at_p[co] || u < 0 || !g->can_recompute[i])
       continue;
-    int64_t freed = 0, first = g->out_start ? g->out_start[i] : i;
-    for (int co = t->out_base[c]; co < t->out_base[c + 1]; co++)
-      if (t->last[co] >= P && !read_at_p[co])
-        freed += out_bytes(g, (int)first + (co - t->out_base[c]));
     int stage = t->stage[u];
-    if (freed == 0 || !after(t, P, stage, i))
-      continue; /* nothing to free, or it would be made again before P */
-    int ext[8], next;
-    int64_t ext_bytes[8];
-    int64_t lost = extension(g, t, P, stage, i, ext, ext_bytes, &next);
-    candidate a = {{{stage, i}}, 1, freed - lost, g->flops[i]};
-    if (a.freed > 0)
-      v[(*ncand)++] = a;
-    /* With the inputs that would live across P recomputed too, ever
-     * deeper: a transformer's saved q, k, v are a transpose of a split of
-     * a matmul of a layer norm away from the residual that stays. */
-    int64_t prev_steps = 1;
-    for (int depth = 1; depth <= MAX_DEPTH; depth++) {
-      candidate b = {{{stage, i}}, 1, freed, g->flops[i]};
-      b.freed -= expand(g, t, P, &b, i, stage, depth);
-      if (b.nsteps == prev_steps)
-        continue; /* as the last depth's; a deeper one may differ */
-      prev_steps = b.nsteps;
-      if (b.freed > 0) {
-        qsort(b.step, (size_t)b.nsteps, sizeof *b.step, step_cmp);
-        v[(*ncand)++] = b;
-      }
+    raf_remat_step forms[2] = {{stage, i, -1}, step_for(g, o, stage)};
+    for (int f = 0; f < (forms[1].out >= 0 ? 2 : 1); f++) {
+      if (!after(t, P, &forms[f]))
+        continue; /* it would be made again before P */
+      int64_t freed = freed_by(g, t, P, &forms[f], read_at_p, next_read);
+      if (freed > 0)
+        add_forms(g, t, P, &forms[f], freed, v, ncand);
     }
   }
   qsort(v, (size_t)*ncand, sizeof *v, by_score);
+  /* The same candidate comes from each output its node frees. */
+  int k = 0;
+  for (int j = 0; j < *ncand; j++) {
+    bool dup = k > 0 && v[k - 1].nsteps == v[j].nsteps &&
+               v[k - 1].freed == v[j].freed;
+    for (int q = 0; dup && q < v[j].nsteps; q++)
+      dup = step_cmp(&v[k - 1].step[q], &v[j].step[q]) == 0;
+    if (!dup)
+      v[k++] = v[j];
+  }
+  *ncand = k;
   free(next_read);
   free(read_at_p);
-  free(copy_of);
   return v;
 }
 
@@ -315,7 +365,14 @@ int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
       break;
     }
     bool kept = false;
-    for (int k = 0; k < ncand && k < MAX_TRIES && !kept; k++) {
+    for (int k = 0; k < ncand && k < MAX_TRIES && !kept && peak >= 0; k++) {
+      /* A candidate may repeat a step the schedule has: skip it. */
+      bool dup = false;
+      for (int q = 0; q < cand[k].nsteps && !dup; q++)
+        dup = bsearch(&cand[k].step[q], S.steps, (size_t)S.nsteps,
+                      sizeof *S.steps, step_cmp) != NULL;
+      if (dup)
+        continue;
       if (!add_steps(&S, &cand[k])) {
         peak = -1;
         break;

@@ -30,7 +30,10 @@ void raf_remat_schedule_free(raf_remat_schedule *s) {
 void raf_remat_trace_free(raf_remat_trace *t) {
   free(t->node);
   free(t->stage);
-  free(t->out_base);
+  free(t->slice);
+  free(t->co_base);
+  free(t->co_out);
+  free(t->co_moment);
   free(t->last);
   free(t->copies_start);
   free(t->copies);
@@ -64,6 +67,27 @@ static bool outputs_of(const raf_remat_graph *g, outputs *o) {
   return true;
 }
 
+static int step_order(const raf_remat_step *a, const raf_remat_step *b) {
+  if (a->stage != b->stage)
+    return a->stage < b->stage ? -1 : 1;
+  if (a->node != b->node)
+    return a->node < b->node ? -1 : 1;
+  return a->out - b->out;
+}
+
+/* Whether step k is valid alone: a node or slice that may be computed
+ * again, before a later stage. */
+static bool valid_step(const raf_remat_graph *g, const outputs *o,
+                       const raf_remat_step *s) {
+  if (s->node < 0 || s->node >= s->stage || s->stage >= g->n ||
+      !g->can_recompute[s->node])
+    return false;
+  if (s->out < 0)
+    return s->out == -1;
+  int q = o->start[s->node] + s->out;
+  return q < o->start[s->node + 1] && g->has_slice && g->has_slice[q];
+}
+
 int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
                                    const raf_remat_step *steps, int nsteps,
                                    double *extra_flops,
@@ -76,88 +100,100 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
   if (!outputs_of(g, &o))
     return -1;
   size_t m1 = (size_t)moments + 1, nreads = (size_t)o.rd_start[n];
-  size_t nout = (size_t)o.start[n];
+  size_t nco = (size_t)o.start[n];
   for (int k = 0; k < nsteps; k++) {
-    int i = steps[k].node;
-    if (i < 0 || i >= steps[k].stage || steps[k].stage >= n) {
+    const raf_remat_step *s = &steps[k];
+    if (!valid_step(g, &o, s) ||
+        (k > 0 && step_order(&steps[k - 1], s) >= 0)) {
       free(o.own);
       return -1;
     }
-    nreads += (size_t)(o.rd_start[i + 1] - o.rd_start[i]);
-    nout += (size_t)(o.start[i + 1] - o.start[i]);
+    int i = s->node, q = o.start[i] + s->out;
+    nreads += (size_t)(s->out < 0 ? o.rd_start[i + 1] - o.rd_start[i]
+                                  : g->slice_start[q + 1] - g->slice_start[q]);
+    nco += (size_t)(s->out < 0 ? o.start[i + 1] - o.start[i] : 1);
   }
-  int *latest = malloc(sizeof *latest * (size_t)(n + 1));
+  int nout = o.start[n];
+  int *latest = malloc(sizeof *latest * (size_t)(nout + 1));
   int64_t *delta = calloc(m1 + 1, sizeof *delta);
   t->node = malloc(sizeof *t->node * m1);
   t->stage = malloc(sizeof *t->stage * m1);
-  t->out_base = malloc(sizeof *t->out_base * (m1 + 1));
-  t->last = malloc(sizeof *t->last * (nout + 1));
-  t->copies_start = calloc((size_t)n + 2, sizeof *t->copies_start);
-  t->copies = malloc(sizeof *t->copies * m1);
+  t->slice = malloc(sizeof *t->slice * m1);
+  t->co_base = malloc(sizeof *t->co_base * (m1 + 1));
+  t->co_out = malloc(sizeof *t->co_out * (nco + 1));
+  t->co_moment = malloc(sizeof *t->co_moment * (nco + 1));
+  t->last = malloc(sizeof *t->last * (nco + 1));
+  t->copies_start = calloc((size_t)nout + 2, sizeof *t->copies_start);
+  t->copies = malloc(sizeof *t->copies * (nco + 1));
   t->reads_start = malloc(sizeof *t->reads_start * (m1 + 1));
   t->reads = malloc(sizeof *t->reads * (nreads + 1));
   t->live = malloc(sizeof *t->live * m1);
   int64_t peak = -1;
   double extra = 0;
-  if (!latest || !delta || !t->node || !t->stage || !t->out_base ||
-      !t->last || !t->copies_start || !t->copies || !t->reads_start ||
-      !t->reads || !t->live)
+  if (!latest || !delta || !t->node || !t->stage || !t->slice ||
+      !t->co_base || !t->co_out || !t->co_moment || !t->last ||
+      !t->copies_start || !t->copies || !t->reads_start || !t->reads ||
+      !t->live)
     goto done;
-  for (int i = 0; i < n; i++)
-    latest[i] = -1;
-  int m = 0, k = 0, r = 0, base = 0;
+  for (int q = 0; q < nout; q++)
+    latest[q] = -1;
+  int m = 0, k = 0, r = 0, co = 0;
   for (int stage = 0; stage < n; stage++) {
     for (;;) {
       bool step = k < nsteps && steps[k].stage == stage;
-      if (step && k > 0 && steps[k - 1].stage == stage &&
-          steps[k - 1].node >= steps[k].node)
-        goto done; /* not sorted */
-      int i = step ? steps[k++].node : stage;
-      if (step) {
-        if (!g->can_recompute[i])
-          goto done;
-        extra += g->flops[i];
+      int i = step ? steps[k].node : stage, out = step ? steps[k].out : -1;
+      k += step;
+      const int *rd;
+      int nrd, q0 = o.start[i], q1 = o.start[i + 1];
+      if (out < 0) {
+        rd = o.rd + o.rd_start[i];
+        nrd = o.rd_start[i + 1] - o.rd_start[i];
+        extra += step ? g->flops[i] : 0;
+      } else {
+        q0 += out;
+        q1 = q0 + 1;
+        rd = g->slice_rd + g->slice_start[q0];
+        nrd = g->slice_start[q0 + 1] - g->slice_start[q0];
+        extra += g->slice_flops[q0];
       }
       t->reads_start[m] = r;
-      for (int e = o.rd_start[i]; e < o.rd_start[i + 1]; e++) {
-        int out = o.rd[e], j = o.node[out], c = latest[j];
+      for (int e = 0; e < nrd; e++) {
+        int c = latest[rd[e]];
         if (c < 0)
-          goto done; /* reads a node not yet made */
-        int co = t->out_base[c] + (out - o.start[j]);
-        t->last[co] = m;
-        t->reads[r++] = co;
+          goto done; /* reads an output not yet made */
+        t->last[c] = m;
+        t->reads[r++] = c;
       }
       t->node[m] = i;
       t->stage[m] = stage;
-      t->out_base[m] = base;
-      for (int q = o.start[i]; q < o.start[i + 1]; q++)
-        t->last[base++] = m;
-      t->copies_start[i + 1]++;
-      latest[i] = m++;
+      t->slice[m] = out;
+      t->co_base[m] = co;
+      for (int q = q0; q < q1; q++, co++) {
+        t->co_out[co] = q;
+        t->co_moment[co] = m;
+        t->last[co] = m;
+        t->copies_start[q + 1]++;
+        latest[q] = co;
+      }
+      m++;
       if (!step)
         break;
     }
   }
-  if (k != nsteps)
-    goto done; /* steps out of order */
   t->reads_start[m] = r;
-  t->out_base[m] = base;
-  for (int i = 0; i < n; i++) {
-    t->copies_start[i + 1] += t->copies_start[i];
-    for (int q = o.start[i]; q < o.start[i + 1]; q++)
-      if (o.returned[q])
-        t->last[t->out_base[latest[i]] + (q - o.start[i])] = m - 1;
+  t->co_base[m] = co;
+  for (int q = 0; q < nout; q++) {
+    t->copies_start[q + 1] += t->copies_start[q];
+    if (o.returned[q])
+      t->last[latest[q]] = m - 1;
   }
-  for (int i = 0; i < n; i++)
-    latest[i] = t->copies_start[i]; /* the next slot of node i's copies */
-  for (int c = 0; c < m; c++) {
-    int i = t->node[c];
-    t->copies[latest[i]++] = c;
-    for (int q = o.start[i]; q < o.start[i + 1]; q++) {
-      int co = t->out_base[c] + (q - o.start[i]);
-      delta[c] += o.bytes[q];
-      delta[t->last[co] + 1] -= o.bytes[q];
-    }
+  for (int q = 0; q < nout; q++)
+    latest[q] = t->copies_start[q]; /* the next slot of q's copies */
+  for (int c = 0; c < co; c++) {
+    int q = t->co_out[c];
+    t->copies[latest[q]++] = c;
+    delta[t->co_moment[c]] += o.bytes[q];
+    delta[t->last[c] + 1] -= o.bytes[q];
   }
   int64_t live = 0;
   peak = 0;
@@ -196,7 +232,7 @@ int64_t raf_remat_model_peak(const raf_remat_graph *g,
   for (int t = 0; t < n; t++)
     for (int i = 0; i < t; i++)
       if (s->r[(size_t)t * (size_t)n + (size_t)i])
-        steps[k++] = (raf_remat_step){t, i};
+        steps[k++] = (raf_remat_step){t, i, -1};
   int64_t peak = raf_remat_model_peak_steps(g, steps, nsteps, extra_flops,
                                             NULL);
   free(steps);
