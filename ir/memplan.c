@@ -10,6 +10,8 @@
  */
 #include "ir/memplan.h"
 
+#include "ir/cost.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -656,7 +658,10 @@ size_t raf_module_memory_stats(raf_module *m, raf_memory_stats *out,
     if (n < cap) {
       if (raf_mem_stats_of(f, &out[n]) != RAF_OK)
         memset(&out[n], 0, sizeof out[n]);
+      raf_cost c = raf_func_cost(f);
       out[n].func = f->name;
+      out[n].flops = c.flops;
+      out[n].moved = c.bytes;
     }
   return n;
 }

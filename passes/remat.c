@@ -49,6 +49,8 @@
 /* Rounds of solving against the real plan before the budget is called
  * infeasible. */
 #define MAX_ROUNDS 8
+/* Rounds that give the model the slack the plan leaves. */
+#define MAX_RELAX 4
 /* The largest function the exact solver takes. */
 #define MAX_ILP_NODES 400
 
@@ -151,6 +153,50 @@ static int64_t solve(const options *o, const raf_remat_fn *G, int64_t budget,
   return peak;
 }
 
+/* One schedule tried: solved for a model budget, written, measured. */
+typedef struct attempt {
+  raf_remat_step *steps;
+  int nsteps;
+  int64_t reached; /* its model peak */
+  int64_t after;   /* its real one */
+  double flops;    /* what its statements cost */
+  raf_remat_written w;
+} attempt;
+
+static void attempt_undo(raf_remat_fn *G, attempt *a) {
+  if (a->w.clone)
+    raf_remat_unwrite(G, &a->w);
+}
+
+static void attempt_free(attempt *a) {
+  free(a->steps);
+  a->steps = NULL;
+  a->nsteps = 0;
+}
+
+/* Solves for the model budget `target`, writes the schedule into f and
+ * measures its plan; *a keeps it written. */
+static raf_status try_target(const options *o, raf_module *m, raf_func *f,
+                             raf_remat_fn *G, int64_t target, attempt *a) {
+  memset(a, 0, sizeof *a);
+  a->reached = solve(o, G, target, &a->steps, &a->nsteps, f);
+  if (a->reached < 0) {
+    if (!o->ilp)
+      raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
+                      "remat: out of memory solving @%s", f->name);
+    return RAF_ERROR;
+  }
+  if (raf_remat_write(m, f, G, a->steps, a->nsteps, &a->w) != RAF_OK ||
+      real_peak(m, f, &a->after) != RAF_OK) {
+    attempt_undo(G, a);
+    attempt_free(a);
+    return RAF_ERROR;
+  }
+  for (int k = 0; k < a->w.nsteps; k++)
+    a->flops += raf_stmt_cost(a->w.clone[k]).flops;
+  return RAF_OK;
+}
+
 static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
   if (raf_attrs_find(&f->attrs, "arena")) {
     raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
@@ -181,43 +227,62 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                     "alone, %s", f->name, b1, b2);
     st = RAF_ERROR;
   }
+  if (st == RAF_OK && before <= budget) {
+    size_str(before, b2, sizeof b2);
+    raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
+                    "remat: @%s: peak %s is within the budget %s; nothing "
+                    "recomputed", f->name, b2, b1);
+  }
   if (st != RAF_OK || before <= budget) {
     raf_remat_graph_free(&G);
     return st;
   }
   int64_t model = raf_remat_model_peak_steps(&G.g, NULL, 0, NULL, NULL);
-  int64_t offset = before - model, after = before, least = before;
-  raf_remat_step *steps = NULL;
-  int nsteps = 0;
-  raf_remat_written w = {NULL, NULL, 0};
+  int64_t offset = before - model, least = before, target = 0;
+  attempt best = {0}, a = {0};
   bool done = false;
   for (int round = 0; st == RAF_OK && !done && round < MAX_ROUNDS; round++) {
-    free(steps);
-    int64_t reached = solve(o, &G, budget - offset, &steps, &nsteps, f);
-    if (reached < 0) {
-      if (!o->ilp)
-        raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
-                        "remat: out of memory solving @%s", f->name);
-      st = RAF_ERROR;
+    target = budget - offset;
+    st = try_target(o, m, f, &G, target, &a);
+    if (st != RAF_OK)
+      break;
+    if (a.after < least)
+      least = a.after;
+    done = a.after <= budget;
+    if (done) {
+      best = a;
       break;
     }
-    if (raf_remat_write(m, f, &G, steps, nsteps, &w) != RAF_OK ||
-        real_peak(m, f, &after) != RAF_OK) {
-      st = RAF_ERROR;
-      break;
-    }
-    if (after < least)
-      least = after;
-    done = after <= budget;
-    if (!done) {
-      raf_remat_unwrite(&G, &w);
-      if (reached > budget - offset)
-        break; /* the solver can get no lower */
-      /* The plan needs more than the model: ask the model for less. */
-      offset += after - budget > RAF_MEM_ALIGN ? after - budget
+    attempt_undo(&G, &a);
+    attempt_free(&a);
+    if (a.reached > target)
+      break; /* the solver can get no lower */
+    /* The plan needs more than the model: ask the model for less. */
+    offset += a.after - budget > RAF_MEM_ALIGN ? a.after - budget
                                                : RAF_MEM_ALIGN;
-      offset = offset > after - reached ? offset : after - reached;
+    offset = offset > a.after - a.reached ? offset : a.after - a.reached;
+  }
+  /* The plan may need less than the model: give the model the slack back
+   * while that recomputes less. */
+  for (int round = 0; st == RAF_OK && done && round < MAX_RELAX; round++) {
+    int64_t t2 = target + (budget - best.after);
+    if (t2 <= target + RAF_MEM_ALIGN)
+      break;
+    attempt_undo(&G, &best);
+    st = try_target(o, m, f, &G, t2, &a);
+    bool better = st == RAF_OK && a.after <= budget && a.flops < best.flops;
+    if (better) {
+      attempt_free(&best);
+      best = a;
+      target = t2;
+      continue;
     }
+    if (st == RAF_OK)
+      attempt_undo(&G, &a);
+    attempt_free(&a);
+    if (st == RAF_OK)
+      st = raf_remat_write(m, f, &G, best.steps, best.nsteps, &best.w);
+    break;
   }
   if (st == RAF_OK && !done) {
     size_str(least, b2, sizeof b2);
@@ -227,22 +292,21 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
     st = RAF_ERROR;
   }
   if (st == RAF_OK) {
-    double extra = 0;
-    for (int k = 0; k < w.nsteps; k++)
-      extra += raf_stmt_cost(w.clone[k]).flops;
     char b0[64], b3[64];
     size_str(before, b0, sizeof b0);
-    size_str(after, b3, sizeof b3);
+    size_str(best.after, b3, sizeof b3);
     raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
                     "remat: @%s: peak %s -> %s (budget %s); %d values "
                     "recomputed, %.4g FLOPs more (%.1f%% of the step)",
-                    f->name, b0, b3, b1, nsteps, extra,
-                    G.step_flops > 0 ? 100 * extra / G.step_flops : 0.0);
-    free(w.clone);
-  } else if (w.clone) {
-    raf_remat_unwrite(&G, &w);
+                    f->name, b0, b3, b1, best.w.nsteps, best.flops,
+                    G.step_flops > 0 ? 100 * best.flops / G.step_flops
+                                     : 0.0);
+    free(best.w.clone);
+    best.w.clone = NULL;
+  } else {
+    attempt_undo(&G, &best);
   }
-  free(steps);
+  attempt_free(&best);
   raf_remat_drop_slices(&G);
   raf_remat_graph_free(&G);
   return st;

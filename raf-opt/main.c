@@ -212,6 +212,8 @@ static void print_stats(raf_module *m) {
             "unplanned %lld bytes (a buffer per value), %lld at most live "
             "(freed after last use)\n",
             (long long)st[i].unplanned, (long long)st[i].live);
+    fprintf(stderr, "raf-opt: cost @%s: %.6g FLOPs, %.6g bytes moved\n",
+            st[i].func, st[i].flops, st[i].moved);
   }
   free(st);
 }

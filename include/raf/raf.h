@@ -100,7 +100,7 @@ void raf_module_destroy(raf_module *m);
 raf_ctx *raf_module_ctx(const raf_module *m);
 size_t raf_module_stmt_count(const raf_module *m);
 
-/* Tensor memory of a function, in bytes (docs/Memory.md). */
+/* Tensor memory of a function, in bytes (docs/Memory.md), and its cost. */
 typedef struct raf_memory_stats {
   const char *func; /* its name, without '@'; owned by the module */
   bool planned;     /* it carries a memory plan ({arena}, plan-memory) */
@@ -117,6 +117,9 @@ typedef struct raf_memory_stats {
                       * in a buffer of its own */
   int64_t live;     /* the most live at once when each value has a buffer
                      * freed after its last use (the unplanned executor) */
+  double flops;     /* the cost model's floating-point operations of one
+                     * call (ir/cost.h; calls count their callees') */
+  double moved;     /* and the bytes its statements read and write */
 } raf_memory_stats;
 /* Fills out[i] for the first cap functions of m, in order; returns the
  * number of functions. m must be verified. */
