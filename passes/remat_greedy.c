@@ -369,7 +369,8 @@ int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
       /* A candidate may repeat a step the schedule has: skip it. */
       bool dup = false;
       for (int q = 0; q < cand[k].nsteps && !dup; q++)
-        dup = bsearch(&cand[k].step[q], S.steps, (size_t)S.nsteps,
+        dup = S.nsteps > 0 &&
+              bsearch(&cand[k].step[q], S.steps, (size_t)S.nsteps,
                       sizeof *S.steps, step_cmp) != NULL;
       if (dup)
         continue;

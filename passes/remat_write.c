@@ -446,7 +446,8 @@ raf_stmt *raf_remat_clone(raf_module *m, raf_func *f, const raf_stmt *s,
   }
   if (c) {
     int n = s->attrs.n;
-    memcpy(attrs, s->attrs.v, sizeof *attrs * (size_t)n);
+    if (n)
+      memcpy(attrs, s->attrs.v, sizeof *attrs * (size_t)n);
     if (mark) {
       memset(&attrs[n], 0, sizeof *attrs);
       attrs[n].name = "remat";
