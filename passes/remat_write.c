@@ -81,51 +81,68 @@ static int sibling(const raf_stmt *ret, int k, const raf_value *v) {
   return -1;
 }
 
-/* Marks in need[] (by statement position in callee) what result k needs,
- * cutting at the other results; args[] and sibs[] receive the callee
- * arguments and the other results it reads. Returns its FLOPs, or -1 when
- * it reads no other result (no use as a slice) or out of memory. */
-static double slice_of(const raf_func *callee, int k, bool *args, bool *sibs,
-                       int nstmts) {
+/* What result k of a fused callee needs alone: the callee arguments and
+ * the other results it reads (cutting there), and its FLOPs; flops is -1
+ * when it reads no other result (no use as a slice). */
+typedef struct slice_plan {
+  bool *args, *sibs; /* by argument, by result */
+  int nstmts;        /* the callee's statements, numbered */
+  double flops;
+} slice_plan;
+
+static void slice_plan_free(slice_plan *p) {
+  free(p->args);
+  free(p->sibs);
+  memset(p, 0, sizeof *p);
+}
+
+/* *p for result k of callee; false when out of memory. */
+static bool slice_plan_of(raf_func *callee, int k, slice_plan *p) {
+  memset(p, 0, sizeof *p);
+  raf_func_number(callee);
+  for (raf_stmt *x = callee->first; x; x = x->next)
+    p->nstmts++;
   raf_stmt *ret = raf_func_return(callee);
-  raf_value **stack = malloc(sizeof *stack * (size_t)(2 * nstmts + 64));
-  bool *seen = calloc((size_t)nstmts + 1, 1);
-  double flops = -1;
-  if (!stack || !seen)
-    goto done;
+  int cap = 2 * p->nstmts + 64;
+  p->args = calloc((size_t)callee->nargs + 1, 1);
+  p->sibs = calloc((size_t)callee->nresults + 1, 1);
+  p->flops = -1;
+  raf_value **stack = malloc(sizeof *stack * (size_t)cap);
+  bool *seen = calloc((size_t)p->nstmts + 1, 1);
+  bool ok = p->args && p->sibs && stack && seen && ret;
   int64_t base = callee->first->order;
-  memset(args, 0, (size_t)callee->nargs);
-  memset(sibs, 0, (size_t)callee->nresults);
-  int sp = 0, cap = 2 * nstmts + 64;
+  int sp = 0;
   bool any = false;
   double sum = 0;
-  stack[sp++] = ret->operands[k].value;
-  while (sp > 0) {
+  if (ok)
+    stack[sp++] = ret->operands[k].value;
+  while (ok && sp > 0) {
     raf_value *v = stack[--sp];
     int j = v == ret->operands[k].value ? -1 : sibling(ret, k, v);
     if (!v->def) {
-      args[v->index] = true;
+      p->args[v->index] = true;
     } else if (j >= 0) {
-      sibs[j] = any = true;
+      p->sibs[j] = any = true;
     } else if (!seen[v->def->order - base]) {
       raf_stmt *d = v->def;
       seen[d->order - base] = true;
       sum += raf_stmt_cost(d).flops;
-      for (int i = 0; i < d->noperands; i++) {
-        if (sp == cap)
-          goto done;
-        stack[sp++] = d->operands[i].value;
+      for (int i = 0; ok && i < d->noperands; i++) {
+        ok = sp < cap;
+        if (ok)
+          stack[sp++] = d->operands[i].value;
       }
     }
   }
-  if (any) {
+  if (ok && any) {
     double written = (double)ret->operands[k].value->type->numel;
-    flops = sum > written ? sum : written;
+    p->flops = sum > written ? sum : written;
   }
-done:
   free(stack);
   free(seen);
-  return flops;
+  if (!ok)
+    slice_plan_free(p);
+  return ok;
 }
 
 /* ---- The graph of a function --------------------------------------------- */
@@ -154,37 +171,26 @@ static raf_status slices_of(raf_remat_fn *G, int t, int *d) {
   if (s->op != RAF_OP_CALL || s->nresults < 2 || !g->can_recompute[t])
     return RAF_OK;
   raf_func *callee = s->callee;
-  raf_func_number(callee);
-  int nstmts = 0;
-  for (raf_stmt *x = callee->first; x; x = x->next)
-    nstmts++;
-  bool *args = malloc((size_t)callee->nargs + 1);
-  bool *sibs = malloc((size_t)callee->nresults + 1);
-  if (!args || !sibs) {
-    free(args);
-    free(sibs);
-    return RAF_ERROR;
-  }
   for (int k = 0; k < s->nresults; k++) {
     int q = q0 + k;
+    slice_plan sp;
     g->slice_start[q] = *d;
-    double flops = slice_of(callee, k, args, sibs, nstmts);
-    if (flops < 0)
-      continue;
-    g->has_slice[q] = true;
-    g->slice_flops[q] = flops;
-    for (int a = 0; a < callee->nargs; a++)
-      if (args[a]) {
-        int64_t o = out_id(G, s->operands[a].value);
+    if (!slice_plan_of(callee, k, &sp))
+      return RAF_ERROR;
+    if (sp.flops >= 0) {
+      g->has_slice[q] = true;
+      g->slice_flops[q] = sp.flops;
+      for (int a = 0; a < callee->nargs; a++) {
+        int64_t o = sp.args[a] ? out_id(G, s->operands[a].value) : -1;
         if (o >= 0)
           add_read(g->slice_rd, g->slice_start[q], d, (int)o);
       }
-    for (int j = 0; j < callee->nresults; j++)
-      if (sibs[j])
-        add_read(g->slice_rd, g->slice_start[q], d, q0 + j);
+      for (int j = 0; j < callee->nresults; j++)
+        if (sp.sibs[j])
+          add_read(g->slice_rd, g->slice_start[q], d, q0 + j);
+    }
+    slice_plan_free(&sp);
   }
-  free(args);
-  free(sibs);
   return RAF_OK;
 }
 
@@ -307,17 +313,14 @@ static raf_func *make_slice(raf_module *m, raf_func *callee, int k,
     snprintf(name, sizeof name, n ? "%.100s.slice.%d.%d" : "%.100s.slice.%d",
              callee->name, k, n);
   while (raf_module_find_func(m, name) && ++n);
-  int nstmts = 0;
-  raf_func_number(callee);
-  for (raf_stmt *x = callee->first; x; x = x->next)
-    nstmts++;
-  bool *args = malloc((size_t)callee->nargs + 1);
-  bool *sibs = malloc((size_t)callee->nresults + 1);
-  bool *need = calloc((size_t)nstmts + 1, 1);
+  slice_plan sp;
+  if (!slice_plan_of(callee, k, &sp))
+    return NULL;
+  bool *need = calloc((size_t)sp.nstmts + 1, 1);
   raf_func *fn = NULL;
   raf_ptrmap map = {0};
   raf_stmt *ret = raf_func_return(callee);
-  if (!args || !sibs || !need || slice_of(callee, k, args, sibs, nstmts) < 0)
+  if (!need || sp.flops < 0)
     goto done;
   fn = raf_func_create(m, name, callee->loc);
   if (!fn)
@@ -325,13 +328,13 @@ static raf_func *make_slice(raf_module *m, raf_func *callee, int k,
   raf_func_move_before(m, fn, before);
   bool ok = true;
   for (int a = 0; ok && a < callee->nargs; a++)
-    if (args[a]) {
+    if (sp.args[a]) {
       raf_value *v = callee->args[a].value;
       raf_value *x = raf_func_add_arg(fn, v->name, v->type, v->loc);
       ok = x && raf_ptrmap_put(&map, v, x);
     }
   for (int j = 0; ok && j < callee->nresults; j++)
-    if (sibs[j]) {
+    if (sp.sibs[j]) {
       raf_value *v = ret->operands[j].value;
       raf_value *x = raf_func_add_arg(fn, v->name, v->type, v->loc);
       ok = x && raf_ptrmap_put(&map, v, x);
@@ -386,8 +389,7 @@ static raf_func *make_slice(raf_module *m, raf_func *callee, int k,
   }
 done:
   raf_ptrmap_free(&map);
-  free(args);
-  free(sibs);
+  slice_plan_free(&sp);
   free(need);
   return fn;
 }
@@ -489,27 +491,21 @@ static raf_stmt *write_slice(raf_remat_fn *G, raf_module *m, raf_func *f,
   if (!fn)
     return NULL;
   raf_func *callee = s->callee;
-  int nstmts = 0;
-  raf_func_number(callee);
-  for (raf_stmt *x = callee->first; x; x = x->next)
-    nstmts++;
-  bool *args = malloc((size_t)callee->nargs + 1);
-  bool *sibs = malloc((size_t)callee->nresults + 1);
   raf_value **ops = malloc(sizeof *ops * (size_t)(fn->nargs + 1));
+  slice_plan sp;
   int n = 0;
   /* Its arguments: the callee's it keeps, then the results it reads. */
-  if (args && sibs && ops && slice_of(callee, k, args, sibs, nstmts) >= 0) {
+  if (ops && slice_plan_of(callee, k, &sp)) {
     for (int a = 0; a < callee->nargs && n < fn->nargs; a++)
-      if (args[a])
+      if (sp.args[a])
         ops[n++] = read_slot(G, latest, i, a);
     for (int j = 0; j < callee->nresults && n < fn->nargs; j++)
-      if (sibs[j]) {
+      if (sp.sibs[j]) {
         int o = G->g.out_start[i] + j;
         ops[n++] = latest[o] ? latest[o] : s->results[j];
       }
+    slice_plan_free(&sp);
   }
-  free(args);
-  free(sibs);
   if (n != fn->nargs || !ops) {
     free(ops);
     return NULL;
