@@ -6,6 +6,7 @@
  *           [--steps=N --dataset=x=@train.npy --log=run.jsonl]
  *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
  *           [--gradcheck [--grad-tol=X]]   (gradcheck.c)
+ *           [--print=summary|full|none]
  *
  * The module is parsed, verified and dispatched (every statement gets the
  * dialect chosen by --dialects), the arguments are made (given, loaded,
@@ -50,6 +51,8 @@ typedef struct options {
   const char *log, *save, *load, *dialects;
   char default_dialects[256]; /* when --dialects is not given */
   bool check_numerics, print_memory, print_jit_stats;
+  rr_print_mode print;
+  bool print_given; /* --print: print results even with --output */
   int profile_top; /* --profile[=N]: 0 off */
   bool gradcheck;
   rr_gradcheck_options grad;
@@ -67,6 +70,10 @@ static void usage(FILE *out) {
           "  --output=@FILE.npy         write a result (one per result, in "
           "order)\n"
           "  --expected-output=@F.npy   check a result (or inline values)\n"
+          "  --print=summary|full|none  how results are printed (default "
+          "summary,\n"
+          "                             none with --output or "
+          "--expected-output)\n"
           "  --atol=X --rtol=X          tolerances of the check\n"
           "  --steps=N                  call N times, with donation\n"
           "  --dataset=NAME=@FILE.npy   feed consecutive slices along axis 0\n"
@@ -204,6 +211,18 @@ static int parse_args(int argc, char **argv, options *o) {
         o->expected[o->nexpected++] = v;
       else
         o->outputs[o->noutputs++] = v + 1;
+    } else if ((v = flag_value(a, "--print"))) {
+      static const char *const modes[] = {"summary", "full", "none"};
+      int k = 0;
+      while (k < 3 && strcmp(v, modes[k]) != 0)
+        k++;
+      if (k == 3) {
+        fprintf(stderr,
+                "raf-run: --print: '%s' is not summary, full or none\n", v);
+        return 1;
+      }
+      o->print = (rr_print_mode)k;
+      o->print_given = true;
     } else if ((v = flag_value(a, "--atol"))) {
       if (!parse_number_flag("--atol", v, 0, &o->tol.atol))
         return 1;
@@ -275,9 +294,9 @@ static int parse_args(int argc, char **argv, options *o) {
     return 1;
   }
   if (o->gradcheck && (o->steps > 1 || o->noutputs || o->nexpected ||
-                       o->save || o->log)) {
+                       o->save || o->log || o->print_given)) {
     fprintf(stderr, "raf-run: --gradcheck runs no steps: it takes none of "
-            "--steps, --output, --expected-output, --save, --log\n");
+            "--steps, --output, --expected-output, --save, --log, --print\n");
     return 1;
   }
   if (!o->dialects)
@@ -332,7 +351,9 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
                     "--dataset=%s needs @FILE.npy", n->name);
     return RAF_ERROR;
   }
-  if (raf_npy_read(ctx, n->spec + 1, &ds->all) != RAF_OK)
+  char what[160];
+  snprintf(what, sizeof what, "--dataset=%s", n->name);
+  if (rr_read_npy(ctx, what, n->spec + 1, &ds->all) != RAF_OK)
     return RAF_ERROR;
   /* Either [M, d1, ...] cut into slices of the argument's first dimension
    * d0 (M / d0 of them), or [M, d0, d1, ...] with one slice per index. */
@@ -471,6 +492,9 @@ static raf_status report_results(raf_ctx *ctx, raf_func *f, const options *o,
     if (raf_npy_write(ctx, o->outputs[r], &view) != RAF_OK)
       rc = RAF_ERROR;
   }
+  /* Printed before the verdict, which stays the last line. */
+  if (o->print_given || (!o->noutputs && !o->nexpected))
+    rr_print_results(stdout, f, results, o->print);
   bool all_ok = true;
   for (int r = 0; r < o->nexpected && rc == RAF_OK; r++) {
     raf_tensor *want = raf_exec_alloc(ex, results[r]->type);
@@ -489,13 +513,6 @@ static raf_status report_results(raf_ctx *ctx, raf_func *f, const options *o,
       printf("[SUCCESS]\n");
     *failed = !all_ok;
   }
-  if (!o->noutputs && !o->nexpected)
-    for (int r = 0; r < f->nresults; r++) {
-      char type[128];
-      raf_type_str(results[r]->type, type, sizeof type);
-      printf("result[%d]: %s\n", r, type);
-      rr_print(stdout, results[r]);
-    }
   return rc;
 }
 

@@ -82,8 +82,30 @@ static void npy_type_str(const raf_npy *a, char *buf, size_t size) {
     snprintf(buf + k, size - (size_t)k, "]");
 }
 
-raf_status rr_from_npy(raf_ctx *ctx, const char *what, const raf_npy *a,
-                       raf_tensor *t) {
+raf_status rr_read_npy(raf_ctx *ctx, const char *what, const char *path,
+                       raf_npy *out) {
+  /* The reader names only the file; its messages are collected apart and
+   * reported again after the name of the value that wanted the file. */
+  raf_ctx *scratch = raf_ctx_create();
+  if (!scratch) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s: out of memory",
+                    what);
+    return RAF_ERROR;
+  }
+  raf_status rc = raf_npy_read(scratch, path, out);
+  for (size_t i = 0; i < raf_diag_count(scratch); i++) {
+    raf_loc loc;
+    raf_severity sev;
+    const char *msg;
+    raf_diag_get(scratch, i, &loc, &sev, &msg);
+    raf_diag_report(ctx, (raf_loc){0}, sev, "%s: %s", what, msg);
+  }
+  raf_ctx_destroy(scratch);
+  return rc;
+}
+
+raf_status rr_from_npy(raf_ctx *ctx, const char *what, const char *path,
+                       const raf_npy *a, raf_tensor *t) {
   bool same = a->dtype == t->type->dtype && a->rank == t->type->rank;
   for (int d = 0; same && d < a->rank; d++)
     same = a->dims[d] == t->type->dims[d];
@@ -92,8 +114,7 @@ raf_status rr_from_npy(raf_ctx *ctx, const char *what, const raf_npy *a,
     raf_type_str(t->type, want, sizeof want);
     npy_type_str(a, got, sizeof got);
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "%s has type %s, but the .npy file holds %s", what, want,
-                    got);
+                    "%s has type %s, but %s holds %s", what, want, path, got);
     return RAF_ERROR;
   }
   memcpy(t->data, a->data, t->nbytes);
@@ -105,9 +126,9 @@ raf_status rr_read_value(raf_ctx *ctx, const char *what, const char *spec,
   if (spec[0] != '@')
     return rr_parse_inline(ctx, what, spec, t);
   raf_npy a;
-  if (raf_npy_read(ctx, spec + 1, &a) != RAF_OK)
+  if (rr_read_npy(ctx, what, spec + 1, &a) != RAF_OK)
     return RAF_ERROR;
-  raf_status rc = rr_from_npy(ctx, what, &a, t);
+  raf_status rc = rr_from_npy(ctx, what, spec + 1, &a, t);
   raf_npy_free(&a);
   return rc;
 }
@@ -171,9 +192,83 @@ static void print_dims(FILE *out, const raf_tensor *t, int d, int64_t base,
   fputc(']', out);
 }
 
-void rr_print(FILE *out, const raf_tensor *t) {
-  print_dims(out, t, 0, 0, t->type->numel > SUMMARY_THRESHOLD);
+void rr_print(FILE *out, const raf_tensor *t, bool summarize) {
+  print_dims(out, t, 0, 0, summarize && t->type->numel > SUMMARY_THRESHOLD);
   fputc('\n', out);
+}
+
+/* The argument result r of f updates, or NULL. */
+static const raf_arg *updated_arg(const raf_func *f, int r) {
+  const raf_attr *a = raf_attrs_find(&f->results[r].attrs, "updates");
+  if (!a || a->kind != RAF_ATTR_VALUE || !a->val.u.value)
+    return NULL;
+  int k = a->val.u.value->index;
+  return k >= 0 && k < f->nargs ? &f->args[k] : NULL;
+}
+
+/* Writes the indices r < n with in[r] as ranges: "1-4,6". */
+static void print_ranges(FILE *out, const bool *in, int n) {
+  bool first = true;
+  for (int r = 0; r < n; r++) {
+    if (!in[r])
+      continue;
+    int end = r;
+    while (end + 1 < n && in[end + 1])
+      end++;
+    fprintf(out, end > r ? "%s%d-%d" : "%s%d", first ? "" : ",", r, end);
+    first = false;
+    r = end;
+  }
+}
+
+/* "4 params, 9 states and 1 other argument": the nonzero counts. */
+static void print_counts(FILE *out, const int *n, const char *const *what,
+                         int kinds) {
+  int left = 0;
+  for (int k = 0; k < kinds; k++)
+    left += n[k] > 0;
+  for (int k = 0; k < kinds; k++) {
+    if (!n[k])
+      continue;
+    left--;
+    fprintf(out, "%d %s%s%s", n[k], what[k], n[k] == 1 ? "" : "s",
+            left > 1 ? ", " : left == 1 ? " and " : "");
+  }
+}
+
+void rr_print_results(FILE *out, const raf_func *f, raf_tensor *const *results,
+                      rr_print_mode mode) {
+  if (mode == RR_PRINT_NONE)
+    return;
+  bool *hidden = calloc((size_t)f->nresults + 1, sizeof *hidden);
+  enum { PARAM, STATE, OTHER };
+  int count[3] = {0, 0, 0};
+  static const char *const kind[3] = {"param", "state", "other argument"};
+  for (int r = 0; r < f->nresults; r++) {
+    const raf_arg *arg = mode == RR_PRINT_SUMMARY ? updated_arg(f, r) : NULL;
+    if (arg && hidden) {
+      hidden[r] = true;
+      count[raf_arg_flag(arg, "param")   ? PARAM
+            : raf_arg_flag(arg, "state") ? STATE
+                                         : OTHER]++;
+      continue;
+    }
+    char type[128];
+    raf_type_str(results[r]->type, type, sizeof type);
+    fprintf(out, "result[%d]: %s\n", r, type);
+    rr_print(out, results[r], mode == RR_PRINT_SUMMARY);
+  }
+  int nhidden = count[PARAM] + count[STATE] + count[OTHER];
+  if (nhidden) {
+    /* A training step returns its loss, then a copy of every param and
+     * state: the values a checkpoint (--save) is for, not the terminal. */
+    fputs(nhidden == 1 ? "result[" : "results[", out);
+    print_ranges(out, hidden, f->nresults);
+    fputs("]: updates of ", out);
+    print_counts(out, count, kind, 3);
+    fputs(", not printed (--print=full prints them)\n", out);
+  }
+  free(hidden);
 }
 
 static double default_tol(raf_dtype dt) {

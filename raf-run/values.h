@@ -1,8 +1,9 @@
 /* values.h: raf-run's tensors from the command line and to the terminal.
  *
  * Inline values, .npy files checked against an argument's type, the
- * NumPy-like printing of results, and the comparison of results against
- * expected values with tolerances.
+ * NumPy-like printing of results (a summary past NumPy's threshold, the
+ * updates of a training step as one line), and the comparison of results
+ * against expected values with tolerances.
  */
 #ifndef RAF_RUN_VALUES_H
 #define RAF_RUN_VALUES_H
@@ -17,17 +18,37 @@
  * them. `what` names the value in messages ("argument %x"). */
 raf_status rr_parse_inline(raf_ctx *ctx, const char *what, const char *text,
                            raf_tensor *t);
-/* Checks that a .npy array has t's dtype and shape (naming `what` and both
- * types otherwise) and copies it into t. */
-raf_status rr_from_npy(raf_ctx *ctx, const char *what, const raf_npy *a,
-                       raf_tensor *t);
+/* Reads the .npy file at path into *out (which the caller frees with
+ * raf_npy_free on success). A file that cannot be read or parsed is an
+ * error that names `what` ("--input=x: argument %x") before the file. */
+raf_status rr_read_npy(raf_ctx *ctx, const char *what, const char *path,
+                       raf_npy *out);
+/* Checks that a .npy array read from `path` has t's dtype and shape
+ * (naming `what`, the file and both types otherwise) and copies it into t. */
+raf_status rr_from_npy(raf_ctx *ctx, const char *what, const char *path,
+                       const raf_npy *a, raf_tensor *t);
 /* Reads `spec` ("@file.npy" or inline text) into t. */
 raf_status rr_read_value(raf_ctx *ctx, const char *what, const char *spec,
                          raf_tensor *t);
 /* The .npy view of a tensor (data borrowed). */
 raf_npy rr_npy_view(const raf_tensor *t);
-/* Prints t NumPy-style: "[[1 2]\n [3 4]]". */
-void rr_print(FILE *out, const raf_tensor *t);
+
+/* How much of a function's results raf-run prints (--print=...). */
+typedef enum rr_print_mode {
+  RR_PRINT_SUMMARY, /* NumPy's summary past 1000 elements; updates counted */
+  RR_PRINT_FULL,    /* every result, every element */
+  RR_PRINT_NONE
+} rr_print_mode;
+
+/* Prints t NumPy-style: "[[1 2]\n [3 4]]"; with summarize, an array of
+ * more than 1000 elements shows 3 items at each end of every dimension. */
+void rr_print(FILE *out, const raf_tensor *t, bool summarize);
+/* Prints the results of f as `mode` says: each one as "result[i]: TYPE"
+ * and its values; in summary mode the results marked {updates = %arg} are
+ * not printed but counted on one line, by the kind of argument they
+ * update. */
+void rr_print_results(FILE *out, const raf_func *f, raf_tensor *const *results,
+                      rr_print_mode mode);
 
 typedef struct rr_tolerance {
   double atol, rtol; /* negative: the dtype's default */
