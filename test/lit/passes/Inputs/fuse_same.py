@@ -44,7 +44,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for f in funcs:
             common = ["raf-run", "-", "--function=" + f, "--dialects=" + o["dialects"]] + extra
-            n = result_count(run("fuse_same", common, base).stdout)
+            n = result_count(run("fuse_same", common + ["--print=full"], base).stdout)
             ref, _ = outputs("fuse_same", common, base, tmp, f + ".ref", n)
             new, _ = outputs("fuse_same", common, after, tmp, f + ".new", n)
             failed |= not same_results(f, ref, new, n)

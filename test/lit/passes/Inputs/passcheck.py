@@ -40,6 +40,8 @@ def parse_args(argv, defaults):
 
 
 def result_count(raf_run_stdout):
+    """The results of a function, from the stdout of raf-run --print=full
+    (by default a training step's updates are one line)."""
     return len(re.findall(r"^result\[\d+\]:", raf_run_stdout, re.M))
 
 

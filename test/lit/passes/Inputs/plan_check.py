@@ -37,7 +37,7 @@ def main():
         sys.exit("plan_check: no planned peak for @%s in:\n%s" % (func, stats))
     static = int(m.group(1))
     common = ["raf-run", "-", "--function=" + func, "--print-memory"] + extra
-    n = result_count(run("plan_check", common, base).stdout)
+    n = result_count(run("plan_check", common + ["--print=full"], base).stdout)
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         outs, peaks = {}, {}
