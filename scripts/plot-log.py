@@ -87,7 +87,7 @@ def main():
     ap.add_argument("--label", action="append", default=[], metavar="NAME",
                     help="the name of a curve, one per log in order "
                          "(default: the file name)")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()  # a --label may follow its log
     if a.smooth < 0:
         fail("--smooth needs a window of 1 step or more")
     if len(a.label) > len(a.logs):

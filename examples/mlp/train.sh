@@ -3,8 +3,10 @@
 # prints its test accuracy. The compiler builds the training step from the
 # forward model (autodiff, then AdamW), inlines it into one function,
 # fuses it (the fused functions run as LLVM-compiled kernels, the matmuls
-# through BLAS) and plans its memory (one arena per call); raf-run feeds the batches, saves the trained params, and
-# evaluates them with eval.raf. PIPELINE overrides the passes.
+# through BLAS) and plans its memory (one arena per call); raf-run feeds the
+# batches, logs the loss of every step (BUILD_DIR/mlp/train.jsonl, drawn
+# into train.png beside it by scripts/plot-log.py), saves the trained
+# params, and evaluates them with eval.raf. PIPELINE overrides the passes.
 #   bash examples/mlp/train.sh [BUILD_DIR] [EPOCHS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +36,9 @@ for rec in log[::300] + [log[-1]]:
 ms = sorted(r["ms"] for r in log)[len(log) // 2]
 print(f"median step {ms:.2f} ms")
 PY
+echo "== the loss curve"
+/usr/bin/python3 scripts/plot-log.py "$work/train.jsonl" -o "$work/train.png" \
+  --title="examples/mlp: $epochs epochs of Fashion-MNIST, AdamW"
 echo "== test accuracy (examples/mlp/eval.raf on 10,000 images)"
 "$build/raf-run" examples/mlp/eval.raf --function=accuracy \
   --load="$work/mlp.safetensors" --input=x=@"$work/data/test_x.npy" \

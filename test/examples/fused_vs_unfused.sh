@@ -3,12 +3,16 @@
 # losses fused (inline, fuse, plan-memory; fused functions on the llvm
 # dialect) as unfused (every statement on cblas/cpu-ref), step by step to a
 # relative 1e-4: the MLP on synthetic batches and a small GPT-2 on GPL-3 text.
+# The logs stay in BUILD_DIR/fused_vs_unfused, each model's two loss curves
+# drawn beside them (mlp.png, gpt2.png; scripts/plot-log.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+logs=$build/fused_vs_unfused
+mkdir -p "$logs"
 export RAF_CACHE_DIR=$tmp/cache
 
 /usr/bin/python3 - "$tmp" <<'PY'
@@ -32,11 +36,14 @@ compare() {
     if [ $way = fused ]; then p="$p,inline,fuse,plan-memory" d=; fi
     "$build/raf-opt" -p "$p" "$model" -o "$tmp/$name.$way.raf"
     "$build/raf-run" "$tmp/$name.$way.raf" --function="${func}_train_step" \
-      ${d:+--dialects=$d} --steps=12 "$@" --log="$tmp/$name.$way.jsonl" \
+      ${d:+--dialects=$d} --steps=12 "$@" --log="$logs/$name.$way.jsonl" \
       --output=@"$tmp/$name.$way.npy" > /dev/null
   done
   grep -q 'call @fused_' "$tmp/$name.fused.raf"
-  /usr/bin/python3 - "$name" "$tmp/$name.unfused.jsonl" "$tmp/$name.fused.jsonl" <<'PY'
+  /usr/bin/python3 "$root/scripts/plot-log.py" "$logs/$name.unfused.jsonl" \
+    "$logs/$name.fused.jsonl" --label=unfused --label=fused \
+    --title="$name: fused vs unfused" -o "$logs/$name.png" > /dev/null
+  /usr/bin/python3 - "$name" "$logs/$name.unfused.jsonl" "$logs/$name.fused.jsonl" <<'PY'
 import json, sys
 name, a, b = sys.argv[1:]
 la = [json.loads(l)["loss"] for l in open(a)]

@@ -8,13 +8,17 @@
 # to 86.9 over seeds 0-3; bf16 minus f32 from -0.9 to +0.4 points), so each
 # variant is trained from the seeds in SEEDS (default 0 1 2) and the test
 # compares the mean accuracies: fails when a variant's is more than a point
-# below f32's. DTYPES (default "bf16 f16") names the amp variants.
+# below f32's. DTYPES (default "bf16 f16") names the amp variants. The logs
+# stay in BUILD_DIR/mlp-amp (VARIANT.SEED.jsonl), all their loss curves
+# drawn into loss.png beside them (scripts/plot-log.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 seeds=${SEEDS:-0 1 2}
 dtypes=${DTYPES:-bf16 f16}
 data=$build/mlp-amp/data # its own copy: example/mlp may be writing build/mlp
+logs=$build/mlp-amp
+plots=()
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -35,15 +39,18 @@ for v in f32 $dtypes; do
     start=$(date +%s.%N)
     "$build/raf-run" "$tmp/$v.raf" --function=mlp_train_step --steps=3000 \
       --seed="$s" --dataset=x=@"$data/train_x.npy" \
-      --dataset=labels=@"$data/train_y.npy" --log="$tmp/$v.$s.jsonl" \
+      --dataset=labels=@"$data/train_y.npy" --log="$logs/$v.$s.jsonl" \
       --save="$tmp/$v.$s.safetensors" > /dev/null
     acc=$("$build/raf-run" "$root/examples/mlp/eval.raf" --function=accuracy \
       --load="$tmp/$v.$s.safetensors" --input=x=@"$data/test_x.npy" \
       --input=labels=@"$data/test_y.npy" 2>/dev/null | tail -1)
     end=$(date +%s.%N)
     echo "$v $s $acc $start $end" >> "$tmp/results"
+    plots+=("$logs/$v.$s.jsonl" "--label=$v seed $s")
   done
 done
+/usr/bin/python3 "$root/scripts/plot-log.py" "${plots[@]}" \
+  --title="MLP: f32 and amp ($dtypes)" -o "$logs/loss.png" > /dev/null
 /usr/bin/python3 - "$tmp/results" <<'PY'
 import sys
 rows = [line.split() for line in open(sys.argv[1])]
