@@ -7,12 +7,13 @@
 raf-run --log writes one JSON object per step, {"step": 1, "loss": 2.33,
 "ms": 1.8}, "loss" null when it was not finite and absent when the first
 result is no float scalar. Each log becomes one curve of --metric (default
-loss) against the step, named by its --label (in order) or its file name less .jsonl.
-A long, noisy curve is hard to read, so past 200 steps each curve is drawn
-faintly and its moving average over --smooth steps over it (default: a
-fiftieth of the steps; --smooth=1 draws the raw curve alone). Steps
-without a finite value are left out, and their count is named in the
-legend. One line per log goes to stdout: its steps, first and last value.
+loss) against the step, named by its --label (in order) or its file name
+less .jsonl. A long, noisy curve is hard to read, so past 200 steps each
+curve is drawn faintly (with up to 3 logs) and its moving average over
+--smooth steps over it (default: a fiftieth of the steps; --smooth=1 draws
+the raw curve alone). Steps without a finite value are left out, and their
+count is named in the legend. One line per log goes to stdout: its steps,
+first and last value.
 
 The PNG goes to -o, by default next to the first log (train.jsonl ->
 train.png). Needs matplotlib (Debian's python3-matplotlib; see
@@ -113,7 +114,8 @@ def main():
         window = a.smooth or (len(values) // 50 if len(values) > 200 else 1)
         color = f"C{i % 10}"
         if window > 1:
-            ax.plot(steps, values, color=color, alpha=0.25, linewidth=0.8)
+            if len(logs) <= 3:  # more raw curves hide each other's means
+                ax.plot(steps, values, color=color, alpha=0.25, linewidth=0.8)
             ax.plot(steps, moving_average(values, window), color=color,
                     linewidth=1.5, label=f"{name}, mean of {window} steps")
         else:
