@@ -26,9 +26,11 @@
 #include "passes/pass.h"
 #include "raf-reduce/reduce.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct options {
   const char *input, *output, *test, *only;
@@ -39,11 +41,13 @@ typedef struct options {
 } options;
 
 /* The order in which candidates must get smaller, most important first:
- * functions, calls (inlining trades calls for statements), statements,
- * signature entries, tensor elements, then bytes of text. Each kept
- * candidate is smaller in this order, so the reduction terminates. */
+ * functions, calls (inlining trades calls for statements), statements
+ * other than constants (a zero constant stands in for a value inside a
+ * called function), constants, signature entries, tensor elements, then
+ * bytes of text. Each kept candidate is smaller in this order, so the
+ * reduction terminates. stmts is the total, for reports. */
 typedef struct module_size {
-  int64_t funcs, calls, stmts, sig, elems, bytes;
+  int64_t funcs, calls, ops, consts, sig, elems, bytes, stmts;
 } module_size;
 
 typedef struct reducer {
@@ -72,10 +76,10 @@ static void usage(FILE *f) {
           "  --reductions=a,b,...    run only these reductions (see "
           "--list-reductions)\n"
           "  --list-reductions       list the reductions and exit\n"
-          "  -v, --verbose           report each kept candidate (twice: "
-          "also invalid\n"
-          "                          ones, and let the test's output "
-          "through)\n"
+          "  -v, --verbose           report each kept candidate (twice, "
+          "-vv: also\n"
+          "                          invalid ones, and let the test's "
+          "output through)\n"
           "  -h, --help              this help\n");
 }
 
@@ -110,6 +114,8 @@ static bool parse_args(int argc, char **argv, options *o, int *exit_code) {
       return false;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
       o->verbose++;
+    } else if (strcmp(a, "-vv") == 0) {
+      o->verbose += 2;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       *exit_code = 0;
@@ -178,7 +184,8 @@ static double now(void) {
 }
 
 static module_size measure(const raf_module *m, size_t bytes) {
-  module_size z = {0, 0, 0, 0, 0, (int64_t)bytes};
+  module_size z = {0};
+  z.bytes = (int64_t)bytes;
   for (raf_func *f = m->first; f; f = f->next) {
     z.funcs++;
     z.sig += f->nargs + f->nresults;
@@ -187,6 +194,8 @@ static module_size measure(const raf_module *m, size_t bytes) {
     for (raf_stmt *s = f->first; s; s = s->next) {
       z.stmts++;
       z.calls += s->op == RAF_OP_CALL;
+      z.consts += s->op == RAF_OP_CONSTANT;
+      z.ops += s->op != RAF_OP_CONSTANT;
       for (int i = 0; i < s->nresults; i++)
         z.elems += s->results[i]->type->numel;
     }
@@ -195,10 +204,10 @@ static module_size measure(const raf_module *m, size_t bytes) {
 }
 
 static bool smaller(const module_size *a, const module_size *b) {
-  const int64_t x[] = {a->funcs, a->calls, a->stmts, a->sig, a->elems,
-                       a->bytes};
-  const int64_t y[] = {b->funcs, b->calls, b->stmts, b->sig, b->elems,
-                       b->bytes};
+  const int64_t x[] = {a->funcs, a->calls,  a->ops,  a->consts,
+                       a->sig,   a->elems, a->bytes};
+  const int64_t y[] = {b->funcs, b->calls,  b->ops,  b->consts,
+                       b->sig,   b->elems, b->bytes};
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
     if (x[i] != y[i])
       return x[i] < y[i];
@@ -389,6 +398,11 @@ int main(int argc, char **argv) {
   char err[256];
   int status = 1;
   double t0 = now();
+  if (access(o.test, X_OK) != 0) {
+    fprintf(stderr, "raf-reduce: cannot run the test '%s': %s\n", o.test,
+            strerror(errno));
+    goto done;
+  }
   if (!load_input(&r))
     goto done;
   if (!reduce_oracle_init(&r.oracle, err, sizeof err)) {

@@ -14,6 +14,9 @@
  *   results      remove function results (from returns and call sites)
  *   inline       inline every call (passes/inline.c, remove-dead)
  *   statements   remove statements; their results' uses get stand-ins
+ *   bypass       let a statement's result's uses read one of its operands of
+ *                the same type instead (the statement then goes as dead):
+ *                keeps the chain that removal would cut
  *   arguments    remove arguments: unused ones, or ones whose uses another
  *                argument of the same type can take
  *   attributes   drop attributes that are not required (the schema's
@@ -156,6 +159,55 @@ static bool apply_statements(raf_module *m, size_t lo, size_t hi) {
   free(callees.v);
   free(chunk);
   return ok;
+}
+
+/* ---- bypass -------------------------------------------------------------- */
+
+/* Calls visit on each (statement, result, operand) of the module where the
+ * operand has the result's type and the result is used: the result's uses
+ * can read the operand instead, which keeps the chain through the statement
+ * that removing it (and reading a stand-in) would cut. Stops when visit
+ * returns false. */
+typedef bool (*bypass_fn)(raf_stmt *s, int result, int operand, size_t k,
+                          void *data);
+
+static size_t walk_bypasses(raf_module *m, bypass_fn visit, void *data) {
+  size_t k = 0;
+  for (raf_func *f = m->first; f; f = f->next)
+    for (raf_stmt *s = f->first, *next; s; s = next) {
+      next = s->next;
+      for (int i = 0; i < s->nresults; i++)
+        for (int j = 0; j < s->noperands; j++)
+          if (raf_value_has_uses(s->results[i]) &&
+              s->operands[j].value->type == s->results[i]->type) {
+            if (visit && !visit(s, i, j, k, data))
+              return k + 1;
+            k++;
+          }
+    }
+  return k;
+}
+
+typedef struct bypass_range {
+  size_t lo, hi;
+} bypass_range;
+
+static bool bypass(raf_stmt *s, int result, int operand, size_t k,
+                   void *range) {
+  const bypass_range *r = range;
+  if (k >= r->lo && k < r->hi)
+    raf_value_replace_uses(s->results[result], s->operands[operand].value);
+  return k + 1 < r->hi;
+}
+
+static size_t count_bypasses(raf_module *m) {
+  return walk_bypasses(m, NULL, NULL);
+}
+
+static bool apply_bypasses(raf_module *m, size_t lo, size_t hi) {
+  bypass_range r = {lo, hi};
+  walk_bypasses(m, bypass, &r);
+  return true;
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -339,6 +391,8 @@ const reduce_pass reduce_passes[] = {
     {"results", "remove function results", count_results, apply_results},
     {"inline", "inline every call", count_inline, apply_inline},
     {"statements", "remove statements", count_statements, apply_statements},
+    {"bypass", "replace statements by an operand of the same type",
+     count_bypasses, apply_bypasses},
     {"arguments", "remove arguments", count_arguments, apply_arguments},
     {"attributes", "drop attributes that are not required", count_attributes,
      apply_attributes},
