@@ -7,7 +7,8 @@
 # training step of several hundred statements. gelu_bug.sh calls a module
 # interesting when buggy-opt changes what raf-run computes for it. The
 # reducer must bring the step down to at most 10 statements in under a
-# minute, and its output must verify and still show the bug.
+# minute, and its output must verify and still show the bug. Then the same
+# for a 12-layer step of thousands of statements, with a text-only test.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,4 +49,24 @@ echo "reduced: $before -> $after statements in $seconds s"
 "$test" small.raf || fail "the output does not show the bug"
 grep -q 'gelu_grad(' small.raf || fail "the output has no gelu_grad"
 grep -q 'matmul(.*transpose_b' small.raf || fail "the output has no matmul {transpose_b}"
+
+# A step of thousands of statements (12 layers; text only, raf-run would
+# refuse its 300 arguments): the test is that buggy-opt changes the text.
+cat > changes.sh <<'SH'
+#!/bin/sh
+"$RAF_BIN/buggy-opt" "$1" | cmp -s - "$1" && exit 1
+exit 0
+SH
+chmod +x changes.sh
+/usr/bin/python3 "$src/examples/gpt2/gen_gpt2.py" --layers 12 --heads 4 \
+    --embd 64 --vocab 76 --seq 16 --batch 2 gpt2-12.raf
+"$bin/raf-opt" --autodiff --optimizer gpt2-12.raf -o step-12.raf
+start=$(date +%s%N)
+"$bin/raf-reduce" --test=./changes.sh step-12.raf -o small-12.raf
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+n=$("$bin/raf-opt" --stats small-12.raf -o /dev/null 2>&1 | sed -n 's/^raf-opt: \([0-9]*\) statements$/\1/p')
+echo "12 layers: reduced to $n statements in $ms ms"
+[ -n "$n" ] && [ "$n" -le 10 ] || fail "12 layers: ${n:-invalid} statements"
+[ "$ms" -lt 60000 ] || fail "12 layers: took $ms ms"
+./changes.sh small-12.raf || fail "12 layers: the output does not show the bug"
 echo PASS
