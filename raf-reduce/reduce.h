@@ -1,7 +1,7 @@
 /* reduce.h: the parts of raf-reduce, shared by the files of raf-reduce/.
  *
  * raf-reduce shrinks a module while a user's test keeps calling it
- * interesting (exit status 0). Three parts:
+ * interesting (exit status 0). Its parts:
  *
  *   oracle.c      runs the test on a candidate text (a temporary file),
  *                 with a per-test time limit and a cache of texts tried;
