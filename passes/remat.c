@@ -100,7 +100,7 @@ static raf_status real_peak(raf_module *m, raf_func *f, int64_t *peak) {
   return rc;
 }
 
-/* ---- The pass ------------------------------------------------------------- */
+/* ---- The pass ------------------------------------------------------------ */
 
 typedef struct options {
   raf_ctx *ctx;

@@ -91,6 +91,35 @@ static void remove_steps(solver *S, const candidate *c) {
   S->nsteps = k;
 }
 
+static int64_t evaluate(solver *S, int *at_peak, raf_remat_trace *trace);
+
+/* Drops the slices of nodes the schedule also recomputes whole in the same
+ * stage, where that leaves the peak (and the moments at it) no worse: the
+ * whole node made the output just before. False when out of memory. */
+static bool drop_redundant(solver *S, int64_t peak, int count) {
+  raf_remat_step *keep = malloc(sizeof *keep * (size_t)(S->nsteps + 1));
+  if (!keep)
+    return false;
+  memcpy(keep, S->steps, sizeof *keep * (size_t)S->nsteps);
+  int n = S->nsteps, k = 0;
+  for (int q = 0; q < n; q++) {
+    raf_remat_step whole = {S->steps[q].stage, S->steps[q].node, -1};
+    if (S->steps[q].out < 0 ||
+        !bsearch(&whole, keep, (size_t)n, sizeof *keep, step_cmp))
+      S->steps[k++] = S->steps[q];
+  }
+  S->nsteps = k;
+  int count2 = count;
+  int64_t peak2 = k < n ? evaluate(S, &count2, NULL) : peak;
+  bool worse = peak2 < 0 || peak2 > peak || (peak2 == peak && count2 > count);
+  if (k < n && worse) {
+    memcpy(S->steps, keep, sizeof *keep * (size_t)n);
+    S->nsteps = n;
+  }
+  free(keep);
+  return true;
+}
+
 /* The model's peak and the number of moments at it; peak -1 on error. */
 static int64_t evaluate(solver *S, int *at_peak, raf_remat_trace *trace) {
   raf_remat_trace own;
@@ -269,6 +298,24 @@ static int64_t freed_by(const raf_remat_graph *g, const raf_remat_trace *t,
   return freed;
 }
 
+/* Drops the slices of nodes that c also recomputes whole in their stage:
+ * the node makes that output already (a slice reading a result its node
+ * must make again brings the node in). */
+static void drop_covered(const raf_remat_graph *g, candidate *c) {
+  int k = 0;
+  for (int q = 0; q < c->nsteps; q++) {
+    bool covered = false;
+    for (int r = 0; c->step[q].out >= 0 && r < c->nsteps; r++)
+      covered |= c->step[r].out < 0 && c->step[r].node == c->step[q].node &&
+                 c->step[r].stage == c->step[q].stage;
+    if (covered)
+      c->flops -= step_flops(g, &c->step[q]);
+    else
+      c->step[k++] = c->step[q];
+  }
+  c->nsteps = k;
+}
+
 /* Adds the forms of the candidate that starts with step s. */
 static void add_forms(const raf_remat_graph *g, const raf_remat_trace *t,
                       int P, const raf_remat_step *s, int64_t freed,
@@ -277,6 +324,7 @@ static void add_forms(const raf_remat_graph *g, const raf_remat_trace *t,
   for (int depth = 0; depth <= MAX_DEPTH; depth++) {
     candidate c = {{*s}, 1, freed, step_flops(g, s)};
     c.freed -= expand(g, t, P, &c, s, depth);
+    drop_covered(g, &c);
     if (c.nsteps == prev)
       continue; /* as the last depth's; a deeper one may differ */
     prev = c.nsteps;
@@ -383,6 +431,8 @@ int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
       kept = peak2 >= 0 && (peak2 < peak || (peak2 == peak && count2 < count));
       if (!kept)
         remove_steps(&S, &cand[k]);
+      else if (!drop_redundant(&S, peak2, count2))
+        peak = -1;
     }
     free(cand);
     if (!kept || peak < 0)

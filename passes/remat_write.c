@@ -513,11 +513,18 @@ static raf_stmt *write_slice(raf_remat_fn *G, raf_module *m, raf_func *f,
   raf_stmt *c = raf_stmt_create(m, RAF_OP_CALL, n, ops, 1,
                                 &s->results[k]->type, s->loc);
   free(ops);
-  raf_attr mark = {.name = "remat", .kind = RAF_ATTR_BOOL, .val.u.b = true,
-                   .loc = s->loc};
+  /* The dialect that runs the call runs its slice: the slice's statements
+   * are some of the callee's. */
+  raf_attr attrs[2] = {{.name = "remat", .kind = RAF_ATTR_BOOL,
+                        .val.u.b = true, .loc = s->loc}};
+  const raf_attr *dialect = raf_attrs_find(&s->attrs, "dialect");
   if (!c)
     return NULL;
-  raf_stmt_set_attrs(m, c, &mark, 1);
+  if (dialect) {
+    attrs[1] = attrs[0];
+    attrs[0] = *dialect;
+  }
+  raf_stmt_set_attrs(m, c, attrs, dialect ? 2 : 1);
   c->callee = fn;
   c->results[0]->func = f;
   const char *name = raf_func_derived_name(f, s->results[k]->name);
