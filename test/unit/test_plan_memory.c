@@ -5,8 +5,9 @@
  * scalar constants, casts through another float dtype and back), in f32,
  * bf16 or f16 (half the programs f32), with params that results update
  * (an optimizer-like step: some params read again after their update is
- * made, some not) run through the executor unplanned and after a random pipeline ending in
- * plan-memory (with or without in place and donation, after fuse or not).
+ * made, some not) run through the executor unplanned and after a random
+ * pipeline ending in plan-memory (with or without in place and donation,
+ * after fuse or not).
  * Two steps are run, with the donation of raf-run between them. Then:
  *  - every result and every argument after the steps is bit-identical;
  *  - the planned module verifies (the plan checker agrees with the pass);
