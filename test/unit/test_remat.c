@@ -277,9 +277,9 @@ static void report(const char *what, const way *w, int64_t budget,
     raf_print_module(p->m, stderr, 0);
 }
 
-/* Checks remat at `budget` against ref (the step without remat); false
- * when the pass refused it, with its message in err. *peak: the planned
- * peak. */
+/* Checks remat at `budget` against ref_run (the step without remat, run
+ * from init); false when the pass refused the budget, with its message in
+ * err. *peak and *remats: the planned peak and the {remat} statements. */
 static bool check_budget(const char *text, const way *w, int64_t budget,
                          const run *ref_run, raf_tensor **init,
                          totals *t, int64_t *peak, int *remats, char *err,
