@@ -36,14 +36,14 @@ static int failures;
 
 /* Fewer programs under AddressSanitizer, which is ten times slower. */
 #if defined(__SANITIZE_ADDRESS__)
-#define PROGRAMS 40
+#define PROGRAMS 80
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define PROGRAMS 40
+#define PROGRAMS 80
 #endif
 #endif
 #ifndef PROGRAMS
-#define PROGRAMS 240
+#define PROGRAMS 300
 #endif
 
 /* Steps of at most this many statements are measured against the exact
