@@ -17,13 +17,17 @@
 # then); so the least peak remat reaches is the peak without it. The MLP
 # runs at the lowest ratio the pass accepts for it, 1 (nothing recomputed,
 # the module unchanged), and the script checks that remat{ratio=0.9} is
-# refused naming that peak as the least.
+# refused naming that peak as the least. The logs stay in
+# BUILD_DIR/remat_examples, each model's two loss curves drawn beside them
+# (mlp.png, gpt2.png; scripts/plot-log.py).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$here/../..
 build=$(cd "$1" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+logs=$build/remat_examples
+mkdir -p "$logs"
 export RAF_CACHE_DIR=$tmp/cache
 
 /usr/bin/python3 - "$tmp" <<'PY'
@@ -67,7 +71,7 @@ compare() {
     fail "$name: planned peak $remat bytes with remat{ratio=$ratio}, over $ratio x $plain"
   for way in plain remat; do
     "$build/raf-run" "$tmp/$name.$way.raf" --function="$step" --steps=12 \
-      "$@" --log="$tmp/$name.$way.jsonl" --output=@"$tmp/$name.$way.npy" \
+      "$@" --log="$logs/$name.$way.jsonl" --output=@"$tmp/$name.$way.npy" \
       --save="$tmp/$name.$way.safetensors" --print-memory \
       > "$tmp/$name.$way.out"
     local static measured
@@ -81,7 +85,10 @@ compare() {
     fail "$name: the last loss differs with remat"
   cmp -s "$tmp/$name.plain.safetensors" "$tmp/$name.remat.safetensors" ||
     fail "$name: the trained params and states differ with remat"
-  /usr/bin/python3 - "$name" "$tmp/$name.plain.jsonl" "$tmp/$name.remat.jsonl" \
+  /usr/bin/python3 "$root/scripts/plot-log.py" "$logs/$name.plain.jsonl" \
+    "$logs/$name.remat.jsonl" --label=plain --label="remat{ratio=$ratio}" \
+    --title="$name: with and without remat" -o "$logs/$name.png" > /dev/null
+  /usr/bin/python3 - "$name" "$logs/$name.plain.jsonl" "$logs/$name.remat.jsonl" \
     "$plain" "$remat" "$recomputed" "$ratio" <<'PY'
 import re, sys
 name, a, b, plain, remat, recomputed, ratio = sys.argv[1:]
