@@ -207,76 +207,22 @@ int cg_rowop_input(const raf_stmt *s) {
   return s->op == RAF_OP_CROSS_ENTROPY_GRAD ? 1 : 0;
 }
 
-static bool is_int(raf_dtype dt) {
-  return !raf_dtype_is_float(dt) && dt != RAF_BOOL;
-}
-
-/* Whether the lowering takes s; else a phrase in why. */
+/* Whether the lowering takes s; else a phrase in why. The lowering takes exactly the ops (and first-operand dtypes) of the llvm
+ * dialect's FUSED rows in lang/dialects.def; test/unit/test_registry.c
+ * lowers a statement of every row, so a row the lowering lacks fails it. */
 static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
   const char *op = raf_op_table[s->op].name;
   raf_dtype dt = raf_stmt_key_dtype(s);
-  bool fl = raf_dtype_is_float(dt), num = fl || is_int(dt);
-  bool ok;
-  switch (s->op) {
-  case RAF_OP_CONSTANT:
-  case RAF_OP_EQ:
-  case RAF_OP_NE:
-  case RAF_OP_WHERE:
-  case RAF_OP_CAST:
-  case RAF_OP_STOP_GRADIENT:
-  case RAF_OP_BROADCAST_TO:
-  case RAF_OP_RESHAPE:
-    ok = true;
-    break;
-  case RAF_OP_NEG:
-  case RAF_OP_ABS:
-  case RAF_OP_RELU:
-  case RAF_OP_ADD:
-  case RAF_OP_SUB:
-  case RAF_OP_MUL:
-  case RAF_OP_MAXIMUM:
-  case RAF_OP_MINIMUM:
-  case RAF_OP_LT:
-  case RAF_OP_LE:
-  case RAF_OP_GT:
-  case RAF_OP_GE:
-  case RAF_OP_SUM:
-  case RAF_OP_MAX:
-  case RAF_OP_MIN:
-    ok = num;
-    break;
-  case RAF_OP_ISFINITE:
-  case RAF_OP_EXP:
-  case RAF_OP_LOG:
-  case RAF_OP_SQRT:
-  case RAF_OP_RSQRT:
-  case RAF_OP_TANH:
-  case RAF_OP_SIGMOID:
-  case RAF_OP_ERF:
-  case RAF_OP_COS:
-  case RAF_OP_SIN:
-  case RAF_OP_GELU:
-  case RAF_OP_DIV:
-  case RAF_OP_POW:
-  case RAF_OP_MEAN:
-  case RAF_OP_SOFTMAX:
-  case RAF_OP_LOG_SOFTMAX:
-  case RAF_OP_LAYER_NORM:
-  case RAF_OP_MSE_LOSS:
-  case RAF_OP_CROSS_ENTROPY:
-  case RAF_OP_GELU_GRAD:
-  case RAF_OP_SOFTMAX_GRAD:
-  case RAF_OP_LOG_SOFTMAX_GRAD:
-  case RAF_OP_CROSS_ENTROPY_GRAD:
-    ok = fl;
-    break;
-  default:
-    snprintf(why, size, "no lowering of %s", op);
-    return false;
-  }
-  if (!ok)
+  if (raf_dialect_fuses(RAF_DIALECT_LLVM, s->op, dt))
+    return true;
+  bool some_dtype = false;
+  for (int d = 0; d < RAF_DTYPE_COUNT; d++)
+    some_dtype |= raf_dialect_fuses(RAF_DIALECT_LLVM, s->op, (raf_dtype)d);
+  if (some_dtype)
     snprintf(why, size, "no lowering of %s for %s", op, raf_dtype_name(dt));
-  return ok;
+  else
+    snprintf(why, size, "no lowering of %s", op);
+  return false;
 }
 
 /* ---- The iteration space -------------------------------------------------- */

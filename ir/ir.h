@@ -136,6 +136,7 @@ typedef struct raf_op_info {
   raf_fusion_class fusion;
   raf_amp_class amp;
   int cost;
+  raf_inplace_class inplace;
 } raf_op_info;
 
 extern const raf_op_info raf_op_table[RAF_OP_COUNT];

@@ -97,24 +97,11 @@ raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
 
 /* ---- What may run in place ----------------------------------------------- */
 
-/* The ops whose cpu-ref kernels (and llvm lowerings) read each element of
- * their operands before they write the same element of the result, and
- * no other element: unary, binary, comparisons, where. */
+/* The ops that read element i of each operand before they write element i
+ * of the result, and no other element: the inplace column of lang/ops.def
+ * (OVER), which test/unit/test_registry.c ties to the kernels' classes. */
 static bool elementwise_op(raf_opcode op) {
-  switch (op) {
-  case RAF_OP_NEG: case RAF_OP_ABS: case RAF_OP_EXP: case RAF_OP_LOG:
-  case RAF_OP_SQRT: case RAF_OP_RSQRT: case RAF_OP_TANH: case RAF_OP_SIGMOID:
-  case RAF_OP_RELU: case RAF_OP_ERF: case RAF_OP_COS: case RAF_OP_SIN:
-  case RAF_OP_GELU:
-  case RAF_OP_ADD: case RAF_OP_SUB: case RAF_OP_MUL: case RAF_OP_DIV:
-  case RAF_OP_POW: case RAF_OP_MAXIMUM: case RAF_OP_MINIMUM:
-  case RAF_OP_EQ: case RAF_OP_NE: case RAF_OP_LT: case RAF_OP_LE:
-  case RAF_OP_GT: case RAF_OP_GE:
-  case RAF_OP_WHERE: case RAF_OP_ISFINITE:
-    return true;
-  default:
-    return false;
-  }
+  return raf_op_table[op].inplace == RAF_INPLACE_OVER;
 }
 
 bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
@@ -125,7 +112,7 @@ bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
     return false;
   const raf_type *in = s->operands[operand].value->type,
                  *out = s->results[0]->type;
-  if (s->op == RAF_OP_RESHAPE || s->op == RAF_OP_STOP_GRADIENT)
+  if (raf_op_table[s->op].inplace == RAF_INPLACE_VIEW)
     return raf_mem_bytes(in) == raf_mem_bytes(out);
   return elementwise_op(s->op) && in == out;
 }

@@ -18,7 +18,7 @@
 /* The gradient column belongs to passes/autodiff.c (ir/ depends on nothing
  * above it), so the op table leaves it out. */
 #define OP(e, name, nop, nres, attrs, infer, dtypes, diff, grad, fusion, amp,  \
-           cost)                                                               \
+           cost, inplace)                                                      \
   {name,                                                                       \
    nop,                                                                        \
    nres,                                                                       \
@@ -28,7 +28,8 @@
    diff,                                                                       \
    RAF_FUSE_##fusion,                                                          \
    RAF_AMP_##amp,                                                              \
-   cost},
+   cost,                                                                       \
+   RAF_INPLACE_##inplace},
 const raf_op_info raf_op_table[RAF_OP_COUNT] = {
 #include "lang/ops.def"
 };

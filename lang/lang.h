@@ -56,6 +56,13 @@ typedef enum raf_amp_class {
   RAF_AMP_NONE
 } raf_amp_class;
 
+/* The inplace column of lang/ops.def. */
+typedef enum raf_inplace_class {
+  RAF_INPLACE_OVER,
+  RAF_INPLACE_VIEW,
+  RAF_INPLACE_SEPARATE
+} raf_inplace_class;
+
 typedef enum raf_dialect {
 #define DIALECT(e, name, device, priority, every_op) RAF_DIALECT_##e,
 #define IMPL(d, op, dtypes)

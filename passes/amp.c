@@ -46,14 +46,16 @@
  * A module with nothing to cast comes out byte-identical.
  *
  * Errors, located: a statement whose types cannot be made consistent (its
- * inference fails after the casts); a module already dispatched, planned
- * or fused (amp runs before dispatch, fuse and plan-memory, so that fuse
- * folds the casts into the kernels and the plan sees the new sizes); with
+ * inference fails after the casts); with
  * f16, a gradient function without autodiff's seed; a training step that
  * does not call its gradient function (amp after inline: the gradients
  * would reach the update in bf16, and f16 has no place for its scaling).
  *
- * Requires: a verified module. Preserves: every signature.
+ * Requires: a verified module, after autodiff and before inline, dispatch,
+ * fuse and plan-memory (passes/passes.def says so and the pass manager
+ * refuses other orders, and modules already dispatched, fused or planned:
+ * fuse then folds the casts into the kernels and the plan sees the new
+ * sizes). Preserves: every signature.
  */
 #include "passes/amp.h"
 #include "passes/emit.h"
@@ -341,29 +343,6 @@ static raf_status rewrite_func(amp *A, raf_func *f) {
   return A->st;
 }
 
-/* ---- Preconditions -------------------------------------------------------- */
-
-static raf_status check_module(raf_ctx *ctx, const raf_module *m) {
-  for (const raf_func *f = m->first; f; f = f->next) {
-    const char *why = raf_attrs_find(&f->attrs, "fused")   ? "fuse"
-                      : raf_attrs_find(&f->attrs, "arena") ? "plan-memory"
-                                                           : NULL;
-    raf_loc loc = f->loc;
-    for (const raf_stmt *s = f->first; !why && s; s = s->next)
-      if (raf_attrs_find(&s->attrs, "dialect"))
-        why = "dispatch", loc = s->loc;
-    if (why) {
-      raf_diag_report(ctx, loc, RAF_SEV_ERROR,
-                      "amp: @%s has been through %s; amp runs before "
-                      "dispatch, fuse and plan-memory (fuse then folds its "
-                      "casts into the kernels)",
-                      f->name, why);
-      return RAF_ERROR;
-    }
-  }
-  return RAF_OK;
-}
-
 /* ---- Loss scaling (dtype=f16) --------------------------------------------- */
 
 static bool is_grad_name(const raf_func *f) {
@@ -533,8 +512,7 @@ raf_status raf_pass_amp(raf_module *m, const raf_pass_args *args) {
   amp A = {.ctx = args->ctx, .m = m, .st = RAF_OK};
   A.low = strcmp(raf_pass_opt_str(args, "dtype"), "f16") == 0 ? RAF_F16
                                                                : RAF_BF16;
-  if (check_module(args->ctx, m) != RAF_OK ||
-      check_steps(args->ctx, m) != RAF_OK)
+  if (check_steps(args->ctx, m) != RAF_OK)
     return RAF_ERROR;
   /* Gradient functions to scale: seeded before the casts, so that the
    * scale reaches the seed's every use in whatever type it takes there. */

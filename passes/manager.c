@@ -3,7 +3,11 @@
  * The registry is passes/passes.def expanded; the manager runs a pipeline of
  * registered passes in order, with the instrumentation of LLVM's and MLIR's
  * pass managers: verification after each pass, timing, IR dumps before and
- * after a pass, and bisection (run only the first N passes).
+ * after a pass, and bisection (run only the first N passes). It also keeps
+ * the order constraints of passes.def: a pipeline that runs a pass after
+ * one it must precede is refused before anything runs, and a pass is
+ * refused a module that such a pass has already marked, so that the error
+ * names the order, not a symptom two passes later.
  */
 #include "passes/pass.h"
 
@@ -17,23 +21,32 @@
   (const raf_attr_spec[]){__VA_ARGS__},                                        \
       (int)(sizeof((raf_attr_spec[]){__VA_ARGS__}) / sizeof(raf_attr_spec))
 
+/* Where a pass's mark lies: the mark column of passes.def. */
+typedef enum mark_kind { MARK_NONE, MARK_FUNC, MARK_STMT } mark_kind;
+#define NOMARK MARK_NONE, NULL
+#define FUNC_ATTR(attr) MARK_FUNC, attr
+#define STMT_ATTR(attr) MARK_STMT, attr
+
 typedef struct pass_entry {
   raf_pass_info info;
   raf_pass_fn run;
   const raf_attr_spec *specs;
   int nspecs;
+  mark_kind mark;
+  const char *mark_attr;
 } pass_entry;
 
 static const pass_entry registry[] = {
-#define PASS(id, name, summary, options)                                       \
-  {{name, summary}, raf_pass_##id, options},
+#define PASS(id, name, summary, options, after, before, mark)                  \
+  {{name, summary, after, before}, raf_pass_##id, options, mark},
 #include "passes/passes.def"
 #undef PASS
 };
 #define NPASSES (sizeof registry / sizeof registry[0])
 
 static const raf_pass_info infos[] = {
-#define PASS(id, name, summary, options) {name, summary},
+#define PASS(id, name, summary, options, after, before, mark)                  \
+  {name, summary, after, before},
 #include "passes/passes.def"
 #undef PASS
 };
@@ -41,6 +54,19 @@ static const raf_pass_info infos[] = {
 const raf_pass_info *raf_pass_list(size_t *count) {
   *count = NPASSES;
   return infos;
+}
+
+/* Whether the comma-separated list names pass `name`. */
+static bool list_has(const char *list, const char *name) {
+  size_t len = strlen(name);
+  for (const char *s = list; *s;) {
+    const char *end = strchr(s, ',');
+    size_t n = end ? (size_t)(end - s) : strlen(s);
+    if (n == len && strncmp(s, name, len) == 0)
+      return true;
+    s += n + (end != NULL);
+  }
+  return false;
 }
 
 /* ---- Options -------------------------------------------------------------- */
@@ -273,6 +299,56 @@ raf_status raf_pipeline_parse(raf_pipeline *p, const char *text) {
   }
 }
 
+raf_status raf_pipeline_check(raf_pipeline *p) {
+  for (size_t i = 0; i < p->n; i++)
+    for (size_t j = i + 1; j < p->n; j++) {
+      const raf_pass_info *a = &p->stages[i].pass->info,
+                          *b = &p->stages[j].pass->info;
+      const char *must = NULL, *other = NULL, *how = NULL;
+      if (list_has(a->after, b->name))
+        must = a->name, other = b->name, how = "after";
+      else if (list_has(b->before, a->name))
+        must = b->name, other = a->name, how = "before";
+      if (must) {
+        raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                        "pipeline: pass '%s' must run %s '%s' (passes %zu "
+                        "and %zu of the pipeline are the other way round)",
+                        must, how, other, i + 1, j + 1);
+        return RAF_ERROR;
+      }
+    }
+  return RAF_OK;
+}
+
+/* Refuses to run pass e on m when a pass that e must precede has left its
+ * mark there (a module planned by an earlier raf-opt, say). */
+static raf_status check_marks(raf_ctx *ctx, const pass_entry *e,
+                              const raf_module *m) {
+  for (size_t k = 0; k < NPASSES; k++) {
+    const pass_entry *q = &registry[k];
+    if (q->mark == MARK_NONE || !list_has(e->info.before, q->info.name))
+      continue;
+    for (const raf_func *f = m->first; f; f = f->next) {
+      const raf_stmt *s = f->first;
+      bool marked = q->mark == MARK_FUNC &&
+                    raf_attrs_find(&f->attrs, q->mark_attr) != NULL;
+      while (q->mark == MARK_STMT && s &&
+             !raf_attrs_find(&s->attrs, q->mark_attr))
+        s = s->next;
+      marked |= q->mark == MARK_STMT && s;
+      if (!marked)
+        continue;
+      raf_diag_report(ctx, q->mark == MARK_STMT ? s->loc : f->loc,
+                      RAF_SEV_ERROR,
+                      "pass '%s' must run before '%s', but @%s has been "
+                      "through it (it has {%s})",
+                      e->info.name, q->info.name, f->name, q->mark_attr);
+      return RAF_ERROR;
+    }
+  }
+  return RAF_OK;
+}
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -293,6 +369,8 @@ raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
     raf_pipeline_options_init(&defaults);
     opt = &defaults;
   }
+  if (raf_pipeline_check(p) != RAF_OK)
+    return RAF_ERROR;
   double *times = calloc(p->n ? p->n : 1, sizeof *times);
   if (!times)
     return RAF_ERROR;
@@ -313,7 +391,9 @@ raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
     raf_pass_args args = {p->ctx, sg->options, sg->pass->specs,
                           sg->pass->nspecs};
     double t0 = now_seconds();
-    st = sg->pass->run(m, &args);
+    st = check_marks(p->ctx, sg->pass, m);
+    if (st == RAF_OK)
+      st = sg->pass->run(m, &args);
     times[i] = now_seconds() - t0;
     if (st != RAF_OK)
       break;

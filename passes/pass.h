@@ -2,7 +2,7 @@
  *
  * A pass is a function from a module to the same module, changed in place,
  * that reports its errors as diagnostics and keeps no state between runs
- * (DESIGN.md principle 2). Its options are a schema of attributes, parsed
+ * (docs/Design.md, principle 2). Its options are a schema of attributes, parsed
  * from "key=value" text by the pass manager. Each pass is a row of
  * passes/passes.def and a file of its own.
  */
@@ -42,7 +42,7 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
 void raf_plan_memory_clear(raf_module *m, raf_func *f);
 int64_t raf_plan_memory_padded(int64_t bytes);
 
-#define PASS(id, name, summary, options) \
+#define PASS(id, ...) \
   raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);
 #include "passes/passes.def"
 #undef PASS

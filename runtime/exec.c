@@ -859,8 +859,7 @@ static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
          * its `inplace` (runtime/dialects.h); one with no hook cannot. */
         m->interp[k] =
             st->stmt->op == RAF_OP_CALL && st->kernel && !st->bound;
-        m->skip[k] = st->stmt->op == RAF_OP_RESHAPE ||
-                     st->stmt->op == RAF_OP_STOP_GRADIENT;
+        m->skip[k] = raf_op_table[st->stmt->op].inplace == RAF_INPLACE_VIEW;
       }
     }
   }

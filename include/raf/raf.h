@@ -131,6 +131,8 @@ size_t raf_module_memory_stats(raf_module *m, raf_memory_stats *out,
 typedef struct raf_pass_info {
   const char *name;
   const char *summary;
+  const char *after;  /* "a,b": passes it must follow in a pipeline, or "" */
+  const char *before; /* "a,b": passes it must precede in a pipeline, or "" */
 } raf_pass_info;
 
 /* The registered passes, in registry order; *count receives their number. */
@@ -162,7 +164,15 @@ raf_status raf_pipeline_add(raf_pipeline *p, const char *name,
 /* Appends every pass of a pipeline string "a,b{k=v},c". */
 raf_status raf_pipeline_parse(raf_pipeline *p, const char *text);
 size_t raf_pipeline_length(const raf_pipeline *p);
-/* Runs the passes in order on m. Stops at the first failing pass. */
+/* Checks the order of p against the `after` and `before` constraints of
+ * the registry (passes/passes.def); reports the first pair out of order,
+ * naming both passes, and returns RAF_ERROR. raf_pipeline_run checks it
+ * before running anything. */
+raf_status raf_pipeline_check(raf_pipeline *p);
+/* Runs the passes in order on m. Stops at the first failing pass, and
+ * refuses (before running it) a pass whose `before` names a pass that has
+ * left its mark on m (a planned function, for every pass that must run
+ * before plan-memory). */
 raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
                             const raf_pipeline_options *o);
 
