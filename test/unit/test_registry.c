@@ -1,0 +1,298 @@
+/* test_registry.c: the registries of lang/ and passes/ against the code
+ * that depends on them, so that a new op or pass row cannot be left out.
+ *
+ *   - the inplace column of lang/ops.def (memory planning, ir/memplan.c):
+ *     an op that may overwrite its operand (OVER) is elementwise in the
+ *     fusion column, has one result, and is one the llvm dialect compiles
+ *     element by element (a FUSED row, not a row op), since a fused call of
+ *     OVER statements runs in place either way; a VIEW op has one operand
+ *     and one result of the same elements;
+ *   - the llvm dialect's FUSED rows of lang/dialects.def against the
+ *     lowering (codegen/): a fused function of one statement of every FUSED
+ *     op is emitted as LLVM IR in every dtype of its row, and declined, with
+ *     "no lowering of OP for DTYPE", in the dtypes the op admits but the row
+ *     does not. Every FUSED op needs a sample statement below: a new row
+ *     without one fails, and so does a sample of an op with no row;
+ *   - passes/passes.def: every pass its `after` and `before` name is
+ *     registered, the registry order keeps every constraint (the fuzzer
+ *     runs it), and each constraint turned round is refused.
+ */
+#include "codegen/codegen.h"
+#include "codegen/plan.h"
+#include "ir/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#include "test/unit/check.h"
+
+/* ---- The inplace column --------------------------------------------------- */
+
+static bool fuses_some_dtype(raf_opcode op) {
+  for (int d = 0; d < RAF_DTYPE_COUNT; d++)
+    if (raf_dialect_fuses(RAF_DIALECT_LLVM, op, (raf_dtype)d))
+      return true;
+  return false;
+}
+
+static void test_inplace_column(void) {
+  for (int op = 0; op < RAF_OP_COUNT; op++) {
+    const raf_op_info *o = &raf_op_table[op];
+    if (o->inplace == RAF_INPLACE_OVER) {
+      bool elementwise = o->fusion == RAF_FUSE_ELEMWISE ||
+                         o->fusion == RAF_FUSE_BROADCAST;
+      if (!elementwise || o->nresults != 1 || !fuses_some_dtype(op)) {
+        fprintf(stderr, "%s: inplace OVER, but not an elementwise op with "
+                        "one result and a FUSED(LLVM) row\n", o->name);
+        failures++;
+      }
+    }
+    if (o->inplace == RAF_INPLACE_VIEW &&
+        (o->noperands != 1 || o->nresults != 1 ||
+         o->fusion == RAF_FUSE_REDUCE || o->fusion == RAF_FUSE_OPAQUE)) {
+      fprintf(stderr, "%s: inplace VIEW, but not one operand's elements\n",
+              o->name);
+      failures++;
+    }
+  }
+}
+
+/* ---- The FUSED rows against the lowering ---------------------------------- */
+
+/* One statement per FUSED op, over the arguments of fused_text: T stands
+ * for the dtype under test. */
+typedef struct sample {
+  const char *op, *stmt, *result;
+} sample;
+
+static const sample samples[] = {
+    {"constant", "%r = constant 1 : T[4,8]", "T[4,8]"},
+    {"neg", "%r = neg(%x)", "T[4,8]"},
+    {"abs", "%r = abs(%x)", "T[4,8]"},
+    {"exp", "%r = exp(%x)", "T[4,8]"},
+    {"log", "%r = log(%x)", "T[4,8]"},
+    {"sqrt", "%r = sqrt(%x)", "T[4,8]"},
+    {"rsqrt", "%r = rsqrt(%x)", "T[4,8]"},
+    {"tanh", "%r = tanh(%x)", "T[4,8]"},
+    {"sigmoid", "%r = sigmoid(%x)", "T[4,8]"},
+    {"relu", "%r = relu(%x)", "T[4,8]"},
+    {"erf", "%r = erf(%x)", "T[4,8]"},
+    {"cos", "%r = cos(%x)", "T[4,8]"},
+    {"sin", "%r = sin(%x)", "T[4,8]"},
+    {"gelu", "%r = gelu(%x)", "T[4,8]"},
+    {"add", "%r = add(%x, %v)", "T[4,8]"},
+    {"sub", "%r = sub(%x, %y)", "T[4,8]"},
+    {"mul", "%r = mul(%x, %y)", "T[4,8]"},
+    {"div", "%r = div(%x, %y)", "T[4,8]"},
+    {"pow", "%r = pow(%x, %y)", "T[4,8]"},
+    {"maximum", "%r = maximum(%x, %y)", "T[4,8]"},
+    {"minimum", "%r = minimum(%x, %y)", "T[4,8]"},
+    {"eq", "%r = eq(%x, %y)", "bool[4,8]"},
+    {"ne", "%r = ne(%x, %y)", "bool[4,8]"},
+    {"lt", "%r = lt(%x, %y)", "bool[4,8]"},
+    {"le", "%r = le(%x, %y)", "bool[4,8]"},
+    {"gt", "%r = gt(%x, %y)", "bool[4,8]"},
+    {"ge", "%r = ge(%x, %y)", "bool[4,8]"},
+    {"where", "%r = where(%b, %x, %y)", "T[4,8]"},
+    {"cast", "%r = cast(%x) {dtype = f32}", "f32[4,8]"},
+    {"isfinite", "%r = isfinite(%x)", "bool[4,8]"},
+    {"broadcast_to", "%r = broadcast_to(%v) {shape = [4, 8]}", "T[4,8]"},
+    {"reshape", "%r = reshape(%x) {shape = [32]}", "T[32]"},
+    {"stop_gradient", "%r = stop_gradient(%x)", "T[4,8]"},
+    {"sum", "%r = sum(%x) {axes = [1]}", "T[4]"},
+    {"mean", "%r = mean(%x) {axes = [1]}", "T[4]"},
+    {"max", "%r = max(%x) {axes = [1]}", "T[4]"},
+    {"min", "%r = min(%x) {axes = [1]}", "T[4]"},
+    {"softmax", "%r = softmax(%x)", "T[4,8]"},
+    {"log_softmax", "%r = log_softmax(%x)", "T[4,8]"},
+    {"layer_norm", "%r = layer_norm(%x, %v, %v)", "T[4,8]"},
+    {"cross_entropy", "%r = cross_entropy(%x, %l)", "T[]"},
+    {"mse_loss", "%r = mse_loss(%x, %y)", "T[]"},
+    {"gelu_grad", "%r = gelu_grad(%x, %y)", "T[4,8]"},
+    {"softmax_grad", "%r = softmax_grad(%x, %y)", "T[4,8]"},
+    {"log_softmax_grad", "%r = log_softmax_grad(%x, %y)", "T[4,8]"},
+    {"cross_entropy_grad", "%r = cross_entropy_grad(%d, %x, %l)", "T[4,8]"},
+};
+#define NSAMPLES (sizeof samples / sizeof samples[0])
+
+/* s with every "T[" made "<dtype>[". */
+static void subst(char *out, size_t size, const char *s, const char *dt) {
+  size_t n = 0;
+  for (; *s && n + 16 < size; s++) {
+    if (s[0] == 'T' && s[1] == '[')
+      n += (size_t)snprintf(out + n, size - n, "%s", dt);
+    else
+      out[n++] = *s;
+  }
+  out[n] = 0;
+}
+
+static raf_module *fused_module(raf_ctx *ctx, const sample *sm, raf_dtype dt,
+                                char *text, size_t size) {
+  char body[512];
+  snprintf(body, sizeof body,
+           "func @fused_0(%%x: T[4,8], %%y: T[4,8], %%v: T[8], "
+           "%%b: bool[4,8], %%l: i64[4], %%d: T[]) -> %s {fused} {\n"
+           "  %s\n  return %%r\n}\n",
+           sm->result, sm->stmt);
+  subst(text, size, body, raf_dtype_name(dt));
+  raf_module *m = raf_parse_module(ctx, "sample.raf", text, strlen(text), 1);
+  if (m && raf_verify_module(ctx, m) != RAF_OK) {
+    raf_module_destroy(m);
+    m = NULL;
+  }
+  return m;
+}
+
+/* Emits the sample in dtype dt; returns whether the lowering took it. */
+static bool lowers(const sample *sm, raf_opcode op, raf_dtype dt) {
+  raf_ctx *ctx = raf_ctx_create();
+  char text[1024];
+  raf_module *m = fused_module(ctx, sm, dt, text, sizeof text);
+  bool ok = false;
+  if (!m) {
+    fprintf(stderr, "sample of %s in %s does not verify:\n%s", sm->op,
+            raf_dtype_name(dt), text);
+    raf_diag_render(ctx, stderr);
+    failures++;
+  } else {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    raf_cg_emit_options o = {RAF_CG_EMIT_LLVM, NULL, NULL, false};
+    raf_status st = out ? raf_cg_emit(ctx, m, &o, out) : RAF_ERROR;
+    if (out)
+      fclose(out);
+    ok = st == RAF_OK && buf && !strstr(buf, "not compiled") &&
+         strstr(buf, "define void @fused_0(");
+    char why[256] = "";
+    bool declined = !raf_cg_supports(raf_module_find_func(m, "fused_0"),
+                                     NULL, why, sizeof why);
+    if (!ok && declined) {
+      char want[128];
+      snprintf(want, sizeof want, "no lowering of %s for %s",
+               raf_op_table[op].name, raf_dtype_name(dt));
+      if (!raf_dialect_fuses(RAF_DIALECT_LLVM, op, dt) && !strstr(why, want)) {
+        fprintf(stderr, "%s in %s: declined for '%s', not '%s'\n", sm->op,
+                raf_dtype_name(dt), why, want);
+        failures++;
+      }
+    }
+    free(buf);
+  }
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+  return ok;
+}
+
+static void test_fused_rows(void) {
+  for (int op = 0; op < RAF_OP_COUNT; op++) {
+    const char *name = raf_op_table[op].name;
+    const sample *sm = NULL;
+    for (size_t i = 0; i < NSAMPLES; i++)
+      if (strcmp(samples[i].op, name) == 0)
+        sm = &samples[i];
+    if (!fuses_some_dtype(op)) {
+      if (sm) {
+        fprintf(stderr, "%s: a sample, but no FUSED(LLVM) row\n", name);
+        failures++;
+      }
+      continue;
+    }
+    if (!sm) {
+      fprintf(stderr, "%s: a FUSED(LLVM) row, but no sample in "
+                      "test_registry.c to lower\n", name);
+      failures++;
+      continue;
+    }
+    for (int d = 0; d < RAF_DTYPE_COUNT; d++) {
+      raf_dtype dt = (raf_dtype)d;
+      /* The key dtype is the first operand's: bool for where. */
+      raf_dtype key = op == RAF_OP_WHERE ? RAF_BOOL : dt;
+      if (!((raf_op_table[op].dtypes >> d) & 1))
+        continue;
+      bool fused = raf_dialect_fuses(RAF_DIALECT_LLVM, (raf_opcode)op, key);
+      if (op == RAF_OP_CAST && dt == RAF_F32)
+        continue; /* a cast to its own dtype */
+      bool ok = lowers(sm, (raf_opcode)op, dt);
+      if (ok != fused) {
+        fprintf(stderr, "%s in %s: the FUSED rows say %s, the lowering %s\n",
+                name, raf_dtype_name(dt), fused ? "fused" : "not fused",
+                ok ? "lowers it" : "declines it");
+        failures++;
+      }
+    }
+  }
+}
+
+/* ---- The pass registry ---------------------------------------------------- */
+
+static bool registered(const char *name, size_t len) {
+  size_t n;
+  const raf_pass_info *p = raf_pass_list(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strlen(p[i].name) == len && strncmp(p[i].name, name, len) == 0)
+      return true;
+  return false;
+}
+
+/* Checks every name of list; for each, the pipeline "first,second" (with
+ * the name standing for first or second as `name_first` says) must be
+ * refused. */
+static void check_list(const char *pass, const char *list, bool name_first) {
+  for (const char *s = list; *s;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    char other[64];
+    snprintf(other, sizeof other, "%.*s", (int)len, s);
+    if (!registered(s, len)) {
+      fprintf(stderr, "pass %s names '%s', which is not registered\n", pass,
+              other);
+      failures++;
+    } else {
+      char text[160];
+      snprintf(text, sizeof text, "%s,%s", name_first ? other : pass,
+               name_first ? pass : other);
+      raf_ctx *ctx = raf_ctx_create();
+      raf_pipeline *p = raf_pipeline_create(ctx);
+      CHECK(raf_pipeline_parse(p, text) == RAF_OK);
+      if (raf_pipeline_check(p) == RAF_OK) {
+        fprintf(stderr, "pipeline '%s' is not refused\n", text);
+        failures++;
+      }
+      raf_pipeline_destroy(p);
+      raf_ctx_destroy(ctx);
+    }
+    s += len + (end != NULL);
+  }
+}
+
+static void test_pass_registry(void) {
+  size_t n;
+  const raf_pass_info *passes = raf_pass_list(&n);
+  raf_ctx *ctx = raf_ctx_create();
+  raf_pipeline *all = raf_pipeline_create(ctx);
+  for (size_t i = 0; i < n; i++) {
+    CHECK(raf_pipeline_add(all, passes[i].name, NULL) == RAF_OK);
+    /* after: running the other one later is refused; before: earlier. */
+    check_list(passes[i].name, passes[i].after, false);
+    check_list(passes[i].name, passes[i].before, true);
+  }
+  if (raf_pipeline_check(all) != RAF_OK) {
+    fprintf(stderr, "the registry order is not a valid pipeline:\n");
+    raf_diag_render(ctx, stderr);
+    failures++;
+  }
+  raf_pipeline_destroy(all);
+  raf_ctx_destroy(ctx);
+}
+
+int main(void) {
+  test_inplace_column();
+  test_fused_rows();
+  test_pass_registry();
+  if (failures)
+    fprintf(stderr, "test_registry: %d failures\n", failures);
+  return failures != 0;
+}
