@@ -1,7 +1,7 @@
 /* arena.h: bump allocation for IR that lives as long as its module.
  *
  * Every IR object is allocated from its module's arena and freed all at once
- * with it (DESIGN.md principle 4). A pass that needs scratch memory makes its
+ * with it (docs/Design.md, principle 4). A pass that needs scratch memory makes its
  * own arena and destroys it when it ends. Allocation never fails silently:
  * raf_arena_alloc returns NULL only when malloc does.
  */

@@ -1,7 +1,7 @@
 /* printer.c: the canonical text of a module, and its Graphviz picture.
  *
  * Canonical means that printing, parsing and printing again gives the same
- * bytes (LANG.md): names are kept as they are, attributes come in schema
+ * bytes (docs/LangRef.md, "Printing"): names are kept as they are, attributes come in schema
  * order with defaults left out, a true flag is printed as its bare name, and
  * every float is printed with the fewest digits that parse back to the same
  * bits of its type. Output goes through a local buffer because a module of a

@@ -1,4 +1,4 @@
-/* parser.y: the grammar of .raf modules (LANG.md, "Structure").
+/* parser.y: the grammar of .raf modules (docs/LangRef.md, "Structure").
  *
  * A pure (reentrant) LALR(1) parser with locations. The actions only collect
  * pieces; parser/build.c turns them into IR and reports semantic errors

@@ -3,7 +3,7 @@
  * For a function @f whose one result is a scalar float loss, the pass
  * appends @f_grad: the same arguments (names, types and attributes), the
  * loss as first result, then the gradient of the loss with respect to
- * every {param} argument, in argument order (LANG.md's training
+ * every {param} argument, in argument order (docs/LangRef.md's training
  * conventions). @f stays as it was.
  *
  *   func @f(%x: f32[8,4], %w: f32[4,2] {param}) -> f32[] {

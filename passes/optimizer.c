@@ -1,5 +1,5 @@
 /* optimizer.c: make the training step @f_train_step from a gradient
- * function @f_grad (LANG.md's training conventions).
+ * function @f_grad (docs/LangRef.md's training conventions).
  *
  * @f_grad returns the loss, then one gradient per {param} argument, in
  * argument order (what `autodiff` makes). The pass appends

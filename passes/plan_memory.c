@@ -1,4 +1,4 @@
-/* plan_memory.c: the memory plan of every function (DESIGN.md principle
+/* plan_memory.c: the memory plan of every function (docs/Design.md, principle
  * 4): one arena per call, every value placed in it by its lifetime, dead
  * values' space reused, and values computed in place where an op allows
  * it, so the peak is known before running.

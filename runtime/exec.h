@@ -63,7 +63,7 @@ void raf_exec_free(raf_exec *ex, raf_tensor *t);
 raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
                          raf_tensor **results);
 /* Copies every result that carries {updates = %arg} into that argument's
- * buffer: the in-place donation of LANG.md's training conventions. */
+ * buffer: the in-place donation of docs/LangRef.md's training conventions. */
 void raf_exec_donate(raf_func *f, raf_tensor *const *args,
                      raf_tensor *const *results);
 

@@ -510,7 +510,7 @@ def losses():
 
 def models():
     t = TestFile("model", "small models end to end: an MLP with "
-                 "cross_entropy (LANG.md's example), a call, a residual "
+                 "cross_entropy (docs/LangRef.md's example), a call, a residual "
                  "block with layer_norm and gelu")
     x = I("x", (6, 5), "f32")
     labels = I("labels", (6,), "i64", values=[0, 2, 1, 3, 3, 0])
