@@ -274,8 +274,19 @@ raf_status raf_value_set_name(raf_value *v, const char *name);
 raf_stmt *raf_stmt_create(raf_module *m, raf_opcode op, int noperands,
                           raf_value *const *operands, int nresults,
                           raf_type *const *result_types, raf_loc loc);
+/* Gives s a copy (in m's arena) of attrs[0..n-1], in place of its own. */
 void raf_stmt_set_attrs(raf_module *m, raf_stmt *s, const raf_attr *attrs,
                         int n);
+/* Sets one attribute of s: replaces the one of the same name (keeping its
+ * location) or appends it; the others stay as they are. a->name must live
+ * as long as m (a schema's spelling, a literal, or m's arena); a's value is
+ * used as it is (the attribute makers of passes/emit.h copy lists into the
+ * arena). RAF_ERROR, with s unchanged, when memory runs out. */
+raf_status raf_stmt_set_attr(raf_module *m, raf_stmt *s, const raf_attr *a);
+/* raf_stmt_set_attr of the integer list `name = [v[0], ..., v[n-1]]`, the
+ * list copied into m's arena. */
+raf_status raf_stmt_set_attr_ints(raf_module *m, raf_stmt *s, const char *name,
+                                  const int64_t *v, int n);
 /* Linking: before == NULL appends at the end. */
 void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before);
 /* Unlinks s from its function and drops its operand uses. Its results must

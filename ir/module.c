@@ -446,6 +446,39 @@ void raf_stmt_set_attrs(raf_module *m, raf_stmt *s, const raf_attr *attrs,
   s->attrs.n = s->attrs.v ? n : 0;
 }
 
+raf_status raf_stmt_set_attr(raf_module *m, raf_stmt *s, const raf_attr *a) {
+  int at = s->attrs.n;
+  for (int i = 0; i < s->attrs.n; i++)
+    if (strcmp(s->attrs.v[i].name, a->name) == 0)
+      at = i;
+  /* A fresh array: another statement may share the old one (a copy made
+   * with raf_emit of s's attributes, say). */
+  raf_attr *v = RAF_NEW_ARRAY(&m->arena, raf_attr, s->attrs.n + 1);
+  if (!v)
+    return RAF_ERROR;
+  if (s->attrs.n)
+    memcpy(v, s->attrs.v, sizeof *v * (size_t)s->attrs.n);
+  raf_loc loc = at < s->attrs.n ? s->attrs.v[at].loc
+                : a->loc.file    ? a->loc
+                                 : s->loc;
+  v[at] = *a;
+  v[at].loc = loc;
+  s->attrs.v = v;
+  s->attrs.n += at == s->attrs.n;
+  return RAF_OK;
+}
+
+raf_status raf_stmt_set_attr_ints(raf_module *m, raf_stmt *s, const char *name,
+                                  const int64_t *v, int n) {
+  raf_attr a = {.name = name, .kind = RAF_ATTR_INTS};
+  a.val.u.ints.v = n ? raf_arena_memdup(&m->arena, v, sizeof *v * (size_t)n)
+                     : NULL;
+  a.val.u.ints.n = n;
+  if (n && !a.val.u.ints.v)
+    return RAF_ERROR;
+  return raf_stmt_set_attr(m, s, &a);
+}
+
 void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before) {
   s->func = f;
   if (before) {

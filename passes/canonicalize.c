@@ -454,32 +454,13 @@ static bool get_perm(const raf_stmt *s, int rank, int *perm) {
 
 /* Gives transpose s the perm p (its other attributes stay). */
 static bool set_perm(canon *c, raf_stmt *s, const int *p, int rank) {
-  raf_attr attrs[8];
-  int n = 0;
-  raf_loc loc = s->loc;
-  if (s->attrs.n >= (int)(sizeof attrs / sizeof attrs[0]))
-    return false;
-  for (int i = 0; i < s->attrs.n; i++) {
-    if (strcmp(s->attrs.v[i].name, "perm") == 0)
-      loc = s->attrs.v[i].loc;
-    else
-      attrs[n++] = s->attrs.v[i];
-  }
-  int64_t *v = RAF_NEW_ARRAY(&c->m->arena, int64_t, rank ? rank : 1);
-  if (!v) {
+  int64_t v[RAF_MAX_RANK];
+  for (int i = 0; i < rank; i++)
+    v[i] = p[i];
+  if (raf_stmt_set_attr_ints(c->m, s, "perm", v, rank) != RAF_OK) {
     c->oom = true;
     return false;
   }
-  for (int i = 0; i < rank; i++)
-    v[i] = p[i];
-  raf_attr perm = {0};
-  perm.name = "perm";
-  perm.kind = RAF_ATTR_INTS;
-  perm.val.u.ints.v = v;
-  perm.val.u.ints.n = rank;
-  perm.loc = loc;
-  attrs[n++] = perm;
-  raf_stmt_set_attrs(c->m, s, attrs, n);
   return true;
 }
 

@@ -140,8 +140,41 @@ static void test_conversions(void) {
   CHECK(raf_float_to_bf16(1.00390625f) == 0x3f80);
 }
 
+static void test_set_attr(void) {
+  /* raf_stmt_set_attr_ints replaces an attribute, or appends one, and
+   * leaves the other attributes and any statement sharing the old array
+   * alone. */
+  raf_ctx *ctx = raf_ctx_create();
+  const char *src = "func @f(%x: f32[2,3]) -> (f32[3,2], f32[]) {\n"
+                    "  %t = transpose(%x) {perm = [1, 0]}\n"
+                    "  %s = sum(%x) {keepdims = false}\n"
+                    "  return %t, %s\n"
+                    "}\n";
+  raf_module *m = raf_parse_module(ctx, "a.raf", src, strlen(src), 1);
+  CHECK(m && raf_verify_module(ctx, m) == RAF_OK);
+  if (m) {
+    raf_stmt *t = m->first->first, *s = t->next;
+    const raf_attr *shared = t->attrs.v;
+    int64_t perm[] = {0, 1}, axes[] = {1};
+    CHECK(raf_stmt_set_attr_ints(m, t, "perm", perm, 2) == RAF_OK);
+    CHECK(t->attrs.n == 1 && t->attrs.v != shared);
+    CHECK(shared[0].val.u.ints.v[0] == 1); /* the old array is untouched */
+    raf_attr_value v;
+    CHECK(raf_stmt_attr(t, "perm", &v) && v.u.ints.n == 2 &&
+          v.u.ints.v[0] == 0 && v.u.ints.v[1] == 1);
+    CHECK(raf_stmt_set_attr_ints(m, s, "axes", axes, 1) == RAF_OK);
+    CHECK(s->attrs.n == 2 && raf_stmt_attr(s, "axes", &v) &&
+          v.u.ints.n == 1 && v.u.ints.v[0] == 1);
+    /* The types no longer match the attributes: the verifier says so. */
+    CHECK(raf_verify_module(ctx, m) == RAF_ERROR);
+  }
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+}
+
 int main(void) {
   test_builder();
+  test_set_attr();
   test_dominance_after_edit();
   test_strmap();
   test_conversions();
