@@ -13,12 +13,16 @@
  *     "no lowering of OP for DTYPE", in the dtypes the op admits but the row
  *     does not. Every FUSED op needs a sample statement below: a new row
  *     without one fails, and so does a sample of an op with no row;
+ *   - the cost column: an op that says -1 (its work is not per element) is
+ *     costed from its shapes by ir/cost.c; each needs a sample below, on
+ *     which the model must give a positive figure;
  *   - passes/passes.def: every pass its `after` and `before` name is
  *     registered, the registry order keeps every constraint (the fuzzer
  *     runs it), and each constraint turned round is refused.
  */
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
+#include "ir/cost.h"
 #include "ir/ir.h"
 
 #include <stdlib.h>
@@ -226,6 +230,56 @@ static void test_fused_rows(void) {
   }
 }
 
+/* ---- The cost column ------------------------------------------------------ */
+
+/* A statement per op of cost -1, over the arguments of cost_text. */
+static const sample shaped[] = {
+    {"matmul", "%r = matmul(%a, %b)", NULL},
+    {"conv2d", "%r = conv2d(%x, %w)", NULL},
+    {"conv2d_grad_input", "%r = conv2d_grad_input(%dy, %w) {shape = [1, 2, 5, 5]}", NULL},
+    {"conv2d_grad_weight", "%r = conv2d_grad_weight(%dy, %x) {shape = [3, 2, 3, 3]}", NULL},
+    {"scaled_dot_product_attention", "%r = scaled_dot_product_attention(%q, %q, %q)", NULL},
+    {"scaled_dot_product_attention_grad",
+     "%r, %r1, %r2 = scaled_dot_product_attention_grad(%q, %q, %q, %q)", NULL},
+};
+
+static void test_cost_column(void) {
+  for (int op = 0; op < RAF_OP_COUNT; op++) {
+    const char *name = raf_op_table[op].name;
+    if (raf_op_table[op].cost != -1 || op == RAF_OP_CALL)
+      continue;
+    const sample *sm = NULL;
+    for (size_t i = 0; i < sizeof shaped / sizeof shaped[0]; i++)
+      if (strcmp(shaped[i].op, name) == 0)
+        sm = &shaped[i];
+    if (!sm) {
+      fprintf(stderr, "%s: cost -1, but no sample in test_registry.c for "
+                      "the cost model\n", name);
+      failures++;
+      continue;
+    }
+    char text[512];
+    snprintf(text, sizeof text,
+             "func @c(%%a: f32[4,8], %%b: f32[8,2], %%x: f32[1,2,5,5], "
+             "%%w: f32[3,2,3,3], %%dy: f32[1,3,3,3], %%q: f32[1,2,4,8]) -> () {\n"
+             "  %s\n  return\n}\n",
+             sm->stmt);
+    raf_ctx *ctx = raf_ctx_create();
+    raf_module *m = raf_parse_module(ctx, "cost.raf", text, strlen(text), 1);
+    if (!m || raf_verify_module(ctx, m) != RAF_OK) {
+      fprintf(stderr, "cost sample of %s does not verify:\n%s", name, text);
+      raf_diag_render(ctx, stderr);
+      failures++;
+    } else if (raf_stmt_cost(m->first->first).flops <= 0) {
+      fprintf(stderr, "%s: cost -1, but the cost model gives it no flops\n",
+              name);
+      failures++;
+    }
+    raf_module_destroy(m);
+    raf_ctx_destroy(ctx);
+  }
+}
+
 /* ---- The pass registry ---------------------------------------------------- */
 
 static bool registered(const char *name, size_t len) {
@@ -291,6 +345,7 @@ static void test_pass_registry(void) {
 int main(void) {
   test_inplace_column();
   test_fused_rows();
+  test_cost_column();
   test_pass_registry();
   if (failures)
     fprintf(stderr, "test_registry: %d failures\n", failures);
