@@ -452,7 +452,9 @@ void raf_build_lit_scalar(raf_parser *p, raf_span n) {
     p->lit_rank = 0;
     p->lit_error = 0;
   }
-  if (p->lit.n == 0)
+  /* The first element fixes the rank, unless an empty list came first
+   * (`[[], 1]`). */
+  if (p->lit.n == 0 && (p->lit_rank < 0 || p->lit_depth == 0))
     p->lit_rank = p->lit_depth;
   else if (p->lit_rank != p->lit_depth && !p->lit_error) {
     raf_parse_error(p, n.loc, "constant elements are nested unevenly");
@@ -500,6 +502,10 @@ void raf_build_lit_close(raf_parser *p, raf_loc loc) {
   if (p->lit_count[d] == 0) { /* an empty list: its depth is the rank */
     if (p->lit_rank < 0)
       p->lit_rank = d;
+    else if (p->lit_rank != d && !p->lit_error) { /* `[1, []]` */
+      raf_parse_error(p, loc, "constant elements are nested unevenly");
+      p->lit_error = 1;
+    }
   }
   p->lit_depth--;
   if (p->lit_depth > 0 && p->lit_depth <= RAF_MAX_RANK)
