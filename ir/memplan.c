@@ -107,14 +107,16 @@ static bool elementwise_op(raf_opcode op) {
 bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
   if (s->nresults != 1 || operand < 0 || operand >= s->noperands)
     return false;
+  /* The kernels that keep the rule: cpu-ref's, and cblas's row kernels. */
   const char *d = raf_stmt_attr_str(s, "dialect");
-  if (d && strcmp(d, "cpu-ref") != 0)
+  bool rows = raf_op_table[s->op].inplace == RAF_INPLACE_ROWS;
+  if (d && strcmp(d, "cpu-ref") != 0 && !(rows && strcmp(d, "cblas") == 0))
     return false;
   const raf_type *in = s->operands[operand].value->type,
                  *out = s->results[0]->type;
   if (raf_op_table[s->op].inplace == RAF_INPLACE_VIEW)
     return raf_mem_bytes(in) == raf_mem_bytes(out);
-  return elementwise_op(s->op) && in == out;
+  return (elementwise_op(s->op) || rows) && in == out;
 }
 
 bool raf_mem_call_inplace(const raf_func *g, int arg, int result) {

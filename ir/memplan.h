@@ -91,7 +91,9 @@ int64_t raf_mem_aligned(int64_t bytes);
  * before it writes the same element of the result, and nothing else of it
  * (unary, binary, comparison, where), or a copy (reshape, stop_gradient,
  * which in place cost nothing); the operand has the result's size (and,
- * but for the copies, its type); s has no dialect other than cpu-ref. */
+ * but for the copies, its type); s has no dialect other than cpu-ref. A
+ * row op (inplace ROWS: cross_entropy_grad over its logits) may run in
+ * place on cpu-ref or cblas, whose kernels read a row before writing it. */
 bool raf_mem_op_inplace(const raf_stmt *s, int operand);
 /* Whether a call of callee may give result `result` the buffer of argument
  * `arg` and still compute what it would with separate buffers, when it

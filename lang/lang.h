@@ -60,6 +60,7 @@ typedef enum raf_amp_class {
 typedef enum raf_inplace_class {
   RAF_INPLACE_OVER,
   RAF_INPLACE_VIEW,
+  RAF_INPLACE_ROWS,
   RAF_INPLACE_SEPARATE
 } raf_inplace_class;
 

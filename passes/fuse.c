@@ -117,6 +117,9 @@
 #define MAX_IO 64          /* operands and results of a call (executor) */
 #define WALK_BUDGET 65536  /* statements one acyclicity walk may visit */
 #define MAX_PATTERN_SIZE 16
+/* A group whose reduction's input has this many times its output's
+ * elements is placed at the reduction (placed_at). */
+#define SHRINK 16
 
 /* Classes of statements for the walk. */
 enum { C_NONE, C_CONST, C_ELEM, C_RESHAPE, C_IMAP, C_RED };
@@ -587,9 +590,22 @@ static int next_pred(fuser *F, const int *gid, const group *G,
   }
 }
 
+/* The member of group g where the schedule places it: its last, or for a
+ * group that reduces its input to much less (a bias gradient's sum, with
+ * the optimizer's update of the bias that reads it), its anchor, so that
+ * the reduced input dies there rather than at the group's last member. */
+static int placed_at(fuser *F, const group *g, const int *mem) {
+  int last = mem[g->first + g->nmem - 1];
+  const node *root = &F->nd[find(F->nd, last)];
+  if (root->anchor >= 0 && root->dom_in >= SHRINK * root->dom_out)
+    return root->anchor;
+  return last;
+}
+
 /* Orders the nodes (statements outside groups, and groups) topologically,
- * each group at its last member unless something needs it earlier; false
- * on a cycle, which the merge rules exclude. */
+ * each group at its last member (or its anchor: placed_at) unless
+ * something needs it earlier; false on a cycle, which the merge rules
+ * exclude. */
 static bool schedule(fuser *F, const int *gid, const group *G, int ng,
                      const int *mem, int *order, int *norder) {
   int total = F->n + ng;
@@ -601,7 +617,7 @@ static bool schedule(fuser *F, const int *gid, const group *G, int ng,
     oom(F);
   for (int k = 0; ok && k < F->n; k++) {
     int g = gid[k];
-    if (g >= 0 && mem[G[g].first + G[g].nmem - 1] != k)
+    if (g >= 0 && placed_at(F, &G[g], mem) != k)
       continue;
     int root = node_of(F, gid, k);
     if (state[root])

@@ -41,6 +41,9 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
                                 bool donation);
 void raf_plan_memory_clear(raf_module *m, raf_func *f);
 int64_t raf_plan_memory_padded(int64_t bytes);
+/* Whether result r of s may overwrite operand i (in place, when s is that
+ * operand's last reader), as the plan decides it. */
+bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i);
 
 #define PASS(id, ...) \
   raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);

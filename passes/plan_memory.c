@@ -278,7 +278,10 @@ void raf_plan_memory_clear(raf_module *m, raf_func *f) {
 /* Whether result r of the statement at position k may overwrite operand
  * i (in place or by donation). */
 static bool may_overwrite(const raf_mem_plan *p, int k, int r, int i) {
-  raf_stmt *s = p->stmt[k];
+  return raf_plan_memory_may_overwrite(p->stmt[k], r, i);
+}
+
+bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i) {
   if (s->op != RAF_OP_CALL)
     return raf_mem_op_inplace(s, i);
   if (!raf_mem_call_inplace(s->callee, i, r))

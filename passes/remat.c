@@ -180,6 +180,15 @@ static raf_status try_target(const options *o, raf_module *m, raf_func *f,
                              raf_remat_fn *G, int64_t target, attempt *a) {
   memset(a, 0, sizeof *a);
   a->reached = solve(o, G, target, &a->steps, &a->nsteps, f);
+  if (getenv("REMAT_DEBUG") && a->reached >= 0) {
+    raf_remat_trace t;
+    int64_t pk = raf_remat_model_peak_steps(&G->g, a->steps, a->nsteps, NULL, &t);
+    int P = 0; while (t.live[P] != pk) P++;
+    fprintf(stderr, "target %lld model peak %lld at moment %d stage %d (%s)\n", (long long)target, (long long)pk, P, t.stage[P], G->stmt[t.node[P]]->results[0]->name);
+    for (int c = 0; c < t.co_base[P+1]; c++) if (t.last[c] >= P && G->g.out_bytes[t.co_out[c]] > 3000000)
+      fprintf(stderr, "  %s %lld made %d last %d\n", G->stmt[G->g.out_node[t.co_out[c]]]->results[t.co_out[c] - G->g.out_start[G->g.out_node[t.co_out[c]]]]->name, (long long)G->g.out_bytes[t.co_out[c]], t.co_moment[c], t.last[c]);
+    raf_remat_trace_free(&t);
+  }
   if (a->reached < 0) {
     if (!o->ilp)
       raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,

@@ -59,6 +59,11 @@ typedef struct raf_remat_graph {
   bool *has_slice;
   double *slice_flops;
   int *slice_start, *slice_rd;
+  /* Optional (NULL: none), with the outputs: out_share[o] is the output
+   * that o may overwrite (an input its node reads), or -1. When the node's
+   * moment is that input copy's last read, the two count once there, as
+   * the plan runs the result in place. */
+  int *out_share;
 } raf_remat_graph;
 
 /* A schedule: R(t, i) = r[t * n + i], for i < t (the rest is 0). */

@@ -116,6 +116,8 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
   int nout = o.start[n];
   int *latest = malloc(sizeof *latest * (size_t)(nout + 1));
   int64_t *delta = calloc(m1 + 1, sizeof *delta);
+  /* In place: per copy output, the input copy it may overwrite, or -1. */
+  int *over = malloc(sizeof *over * (nco + 1));
   t->node = malloc(sizeof *t->node * m1);
   t->stage = malloc(sizeof *t->stage * m1);
   t->slice = malloc(sizeof *t->slice * m1);
@@ -130,7 +132,7 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
   t->live = malloc(sizeof *t->live * m1);
   int64_t peak = -1;
   double extra = 0;
-  if (!latest || !delta || !t->node || !t->stage || !t->slice ||
+  if (!latest || !delta || !over || !t->node || !t->stage || !t->slice ||
       !t->co_base || !t->co_out || !t->co_moment || !t->last ||
       !t->copies_start || !t->copies || !t->reads_start || !t->reads ||
       !t->live)
@@ -169,6 +171,8 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
       t->slice[m] = out;
       t->co_base[m] = co;
       for (int q = q0; q < q1; q++, co++) {
+        int sh = out < 0 && g->out_share ? g->out_share[q] : -1;
+        over[co] = sh >= 0 ? latest[sh] : -1;
         t->co_out[co] = q;
         t->co_moment[co] = m;
         t->last[co] = m;
@@ -195,6 +199,19 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
     delta[t->co_moment[c]] += o.bytes[q];
     delta[t->last[c] + 1] -= o.bytes[q];
   }
+  /* A result made over the input copy its moment reads last shares that
+   * copy's buffer there; each input copy is taken once. */
+  for (int c = 0; c < co; c++) {
+    int in = over[c];
+    if (in >= 0 && t->last[in] == t->co_moment[c] && over[in] != -2) {
+      int64_t b = o.bytes[t->co_out[c]] < o.bytes[t->co_out[in]]
+                      ? o.bytes[t->co_out[c]]
+                      : o.bytes[t->co_out[in]];
+      delta[t->co_moment[c]] -= b;
+      delta[t->co_moment[c] + 1] += b;
+      over[in] = -2; /* taken */
+    }
+  }
   int64_t live = 0;
   peak = 0;
   for (int c = 0; c < m; c++) {
@@ -208,6 +225,7 @@ int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,
 done:
   free(latest);
   free(delta);
+  free(over);
   free(o.own);
   if (!trace || peak < 0)
     raf_remat_trace_free(t);

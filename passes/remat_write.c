@@ -52,6 +52,7 @@ void raf_remat_graph_free(raf_remat_fn *G) {
   free(g->slice_flops);
   free(g->slice_start);
   free(g->slice_rd);
+  free(g->out_share);
   free(G->stmt);
   free(G->opnd_start);
   free(G->opnd_out);
@@ -225,13 +226,14 @@ raf_status raf_remat_graph_build(raf_func *f, raf_remat_fn *G) {
   g->slice_flops = calloc(O, sizeof *g->slice_flops);
   g->slice_start = calloc(O, sizeof *g->slice_start);
   g->slice_rd = calloc((size_t)slots + 1, sizeof *g->slice_rd);
+  g->out_share = malloc(sizeof *g->out_share * O);
   G->stmt = calloc(N, sizeof *G->stmt);
   G->opnd_start = calloc(N, sizeof *G->opnd_start);
   G->opnd_out = calloc(E, sizeof *G->opnd_out);
   if (!ret || !g->bytes || !g->flops || !g->can_recompute || !g->returned ||
       !g->in_start || !g->in || !g->out_start || !g->out_bytes ||
       !g->out_returned || !g->out_node || !g->rd_start || !g->rd ||
-      !g->has_slice || !g->slice_flops || !g->slice_start || !g->slice_rd ||
+      !g->has_slice || !g->slice_flops || !g->slice_start || !g->slice_rd || !g->out_share ||
       !G->stmt || !G->opnd_start || !G->opnd_out) {
     raf_remat_graph_free(G);
     return RAF_ERROR;
@@ -245,6 +247,13 @@ raf_status raf_remat_graph_build(raf_func *f, raf_remat_fn *G) {
     double written = 0;
     g->out_start[t] = o;
     for (int r = 0; r < s->nresults; r++, o++) {
+      /* The operand the plan may run this result over. */
+      g->out_share[o] = -1;
+      for (int i = 0; i < s->noperands && g->out_share[o] < 0; i++) {
+        int64_t in = out_id(G, s->operands[i].value);
+        if (in >= 0 && raf_plan_memory_may_overwrite(s, r, i))
+          g->out_share[o] = (int)in;
+      }
       g->out_bytes[o] =
           raf_plan_memory_padded(raf_mem_bytes(s->results[r]->type));
       g->out_node[o] = t;

@@ -52,6 +52,12 @@ static void test_inplace_column(void) {
         failures++;
       }
     }
+    if (o->inplace == RAF_INPLACE_ROWS &&
+        (o->nresults != 1 || o->fusion != RAF_FUSE_REDUCE)) {
+      fprintf(stderr, "%s: inplace ROWS, but not a row reduction with one "
+                      "result\n", o->name);
+      failures++;
+    }
     if (o->inplace == RAF_INPLACE_VIEW &&
         (o->noperands != 1 || o->nresults != 1 ||
          o->fusion == RAF_FUSE_REDUCE || o->fusion == RAF_FUSE_OPAQUE)) {
