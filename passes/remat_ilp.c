@@ -8,8 +8,8 @@
  *  - S(t, i), binary: the copy of i made before stage t is still live in
  *    it (Checkmate's checkpoint). No S in stage 0; S(n, i), after the last
  *    stage, is the constant returned[i];
- *  - FREE(t, i, k), binary, for k in stage t that reads i or is i: the
- *    copy of i dies right after moment k;
+ *  - FREE(t, i, k), binary, for k < t in stage t that reads i: the copy
+ *    of i dies right after moment k;
  *  - U(t, k), continuous: the live bytes at moment k of stage t (the
  *    moment of computing k there), at most the budget.
  * Constraints:
@@ -26,6 +26,13 @@
  *    for consecutive moments k' < k: a moment counts its own result and
  *    the inputs it reads, which die only after it.
  * Objective: the sum of flops[i] R(t, i) over i < t.
+ * And rows that cut off only schedules no better than others, to tighten
+ * the relaxation GLPK branches on: R(t, i) + S(t, i) <= 1 (an older copy
+ * is not read once i is recomputed), and R(t, i) + S(t, i) <= the sum of
+ * R(t, j) over i's readers j <= t, plus S(t+1, i) (a copy is made or
+ * kept in a stage only when the stage reads it or the next keeps it).
+ * They also make Checkmate's FREE(t, k, k) (a result no one reads) always
+ * 0, so it is left out.
  *
  * Exactness. The model (remat_model.c) and this program agree: for any
  * schedule R, taking each S(t, i) = 1 exactly when an older copy of i is
@@ -42,15 +49,30 @@
  *
  * Size. Variables whose value cannot matter are left out: R(t, i) and
  * S(t, i) for stages past the last node that depends on i (unless i or a
- * node depending on it is returned), R for moments no computation can
- * take, FREE(t, i, t). For n nodes and e input edges that is at most
- * n^2/2 each of R, S and U, n*(n+e) FREE, and about n*e dependency rows
- * and n*(n+e) FREE rows (times the readers of a node within a stage).
- * Bytes are counted in units of their greatest common divisor (the plan's
- * alignment at least), so the coefficients stay small and exact.
+ * node depending on it is returned), R of nodes that may not be
+ * recomputed, U of moments no computation can take, FREE(t, i, k) when
+ * node t reads i (then k is not the last read) and frees after a stage's
+ * last moment. For n nodes and e input edges that is at most n^2/2 each
+ * of R, S and U and n*e FREE; rows: n^2/2 each of memory and kept copies,
+ * n^2 of usefulness, at most n*e dependency rows and, per FREE, two plus
+ * its copy's later readers in the stage. Bytes are counted in units of
+ * their greatest common divisor (the plan's alignment at least), so the
+ * coefficients stay small and whole; the budget gets half a unit of slack,
+ * exact for whole sums and robust to GLPK's tolerances.
  *
- * Solve times (the forward+backward chain of test_remat_ilp with 2m
- * nodes, budget 4*sqrt(m) activations, on one core): see that test.
+ * Solve times, on the forward and backward chain of test_remat_ilp (m
+ * forward nodes, m backward; 64-byte activations; budget 2*ceil(sqrt(m))
+ * + 2 activations) on a shared two-core machine: 16 to 30 nodes, optimal
+ * in 0.05 to 2 s; 32 nodes in 3 to 8 s; 34 to 40 nodes, 13 to 40 s, or
+ * only a schedule not proven optimal by 30 s; 50 and 60 nodes, no
+ * schedule in 60 s (at 60 nodes, 19,000 rows and 9,000 columns, the root
+ * relaxation alone takes about 20 s). Options measured there: GLPK's
+ * feasibility pump (on) found schedules several times sooner from 26
+ * nodes; its cuts, other branching and backtracking rules did not pay.
+ *
+ * Time limit. glp_intopt stops at tm_lim: with no schedule yet, *feasible
+ * is false and *timed_out set; with one, it is returned with both set
+ * (a schedule within the budget, not proven the least).
  *
  * GLPK is optional (CMake defines RAF_HAVE_GLPK when it finds it); without
  * it the solver returns RAF_ERROR, saying so. GLPK reports its internal
@@ -285,12 +307,9 @@ static void add_dependency_rows(ilp *p) {
     }
 }
 
-/* Rows that only cut off schedules no better than others: a stage that
- * recomputes i does not also keep an older copy of it (that copy would be
- * read no more), and a copy is made or kept in stage t only when stage t
- * reads it or stage t+1 keeps it. Schedules without such copies lose
- * nothing (the same flops or fewer, no more memory), so the optimum
- * stays. They tighten the relaxation GLPK branches on. */
+/* The usefulness rows (above). Removing a useless copy from a schedule
+ * costs no flops and no memory and changes no other copy's reads, so
+ * some optimum meets them. */
 static void add_usefulness_rows(ilp *p) {
   int n = p->n;
   for (int t = 1; t < n; t++)
@@ -474,8 +493,7 @@ static solve_result build_and_solve(ilp *p, int64_t budget, double time_limit,
   return SOLVED;
 }
 
-/* The optimum here is incumbent when the time limit passed before it was
- * proven: then *feasible and *timed_out are both set. */
+/* See "Time limit" above for a schedule found but not proven least. */
 raf_status raf_remat_solve_ilp(const raf_remat_graph *g, int64_t budget,
                                double time_limit, raf_remat_schedule *out,
                                bool *feasible, bool *timed_out,

@@ -295,21 +295,8 @@ static void test_time_limit(void) {
   raf_remat_schedule_free(&found);
 }
 
-/* With arguments M_FIRST M_LAST SECONDS, only the chain's solve times. */
-int main(int argc, char **argv) {
-#ifdef RAF_HAVE_GLPK
-  if (argc == 4) {
-    test_chain(atoi(argv[1]), atoi(argv[2]), atof(argv[3]));
-    return failures != 0;
-  }
-#endif
-  (void)argc, (void)argv;
-  test_model();
-#ifdef RAF_HAVE_GLPK
-  test_brute_force();
-  test_chain(8, 15, 10);
-  test_time_limit();
-#else
+/* Without GLPK: the solver refuses, saying why. */
+static void test_without_glpk(void) {
   graph x;
   chain_graph(&x, 2);
   raf_remat_schedule s;
@@ -320,6 +307,27 @@ int main(int argc, char **argv) {
                             sizeof why) == RAF_ERROR);
   CHECK(!feasible && strcmp(why, "raf was built without GLPK") == 0);
   raf_remat_schedule_free(&s);
+}
+
+#ifdef RAF_HAVE_GLPK
+static const bool have_glpk = true;
+#else
+static const bool have_glpk = false;
 #endif
+
+/* With arguments M_FIRST M_LAST SECONDS, only the chain's solve times. */
+int main(int argc, char **argv) {
+  if (have_glpk && argc == 4) {
+    test_chain(atoi(argv[1]), atoi(argv[2]), atof(argv[3]));
+    return failures != 0;
+  }
+  test_model();
+  if (have_glpk) {
+    test_brute_force();
+    test_chain(8, 15, 10);
+    test_time_limit();
+  } else {
+    test_without_glpk();
+  }
   return failures != 0;
 }
