@@ -47,6 +47,14 @@
  * (the next stage counts its memory from S anew), and a returned node may
  * be recomputed as long as its last copy is kept.
  *
+ * Outputs. For a graph with remat.h's optional outputs and slices the
+ * program stays at the granularity of nodes: a node's outputs count
+ * together (bytes is their sum), live until the last read of any of them
+ * (to the end when any is returned), and slices are not used. That is
+ * conservative: every schedule returned fits the budget in the finer
+ * model too (checked below, in it); it is the least among schedules that
+ * recompute whole nodes.
+ *
  * Size. Variables whose value cannot matter are left out: R(t, i) and
  * S(t, i) for stages past the last node that depends on i (unless i or a
  * node depending on it is returned), R of nodes that may not be
