@@ -64,6 +64,14 @@ try:
 except OSError:
     pass
 
+# Tests of remat{solver=ilp} say `REQUIRES: glpk`: CMake found GLPK.
+try:
+    with open(os.path.join(raf_bin, "CMakeCache.txt")) as f:
+        if "RAF_HAVE_GLPK:INTERNAL=ON" in f.read():
+            config.available_features.add("glpk")
+except OSError:
+    pass
+
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")
