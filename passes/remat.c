@@ -271,6 +271,23 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                                                : RAF_MEM_ALIGN;
     offset = offset > a.after - a.reached ? offset : a.after - a.reached;
   }
+  /* Last, the schedule that takes the model as low as the solver goes: it
+   * decides the least peak the error names, which is then reachable, since
+   * it is the same schedule whatever the budget. */
+  if (st == RAF_OK && !done) {
+    target = 0;
+    st = try_target(o, m, f, &G, target, &a);
+    if (st == RAF_OK) {
+      least = a.after;
+      done = a.after <= budget;
+      if (done) {
+        best = a;
+      } else {
+        attempt_undo(&G, &a);
+        attempt_free(&a);
+      }
+    }
+  }
   /* The plan may need less than the model: give the model the slack back
    * while that recomputes less. */
   for (int round = 0; st == RAF_OK && done && round < MAX_RELAX; round++) {

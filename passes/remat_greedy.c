@@ -26,6 +26,8 @@
  *     lexicographically, so the solver ends.
  *  4. It stops when the peak is within the budget, or when no candidate
  *     helps: the peak then is the least it reaches.
+ *  5. Within the budget, it takes back each step the budget does not need,
+ *     the costliest first: an early step a later one made unnecessary.
  * A step costs one run of the model, linear in the moments and reads, so a
  * GPT-2 step of a thousand statements is solved in tens of milliseconds.
  */
@@ -40,6 +42,9 @@
  * the most steps one candidate takes. */
 #define MAX_DEPTH 8
 #define MAX_STEPS 32
+/* When stuck: candidates tried with a few more steps after them. */
+#define LOOK_TRIES 8
+#define LOOK_STEPS 8
 
 typedef struct candidate {
   raf_remat_step step[MAX_STEPS]; /* the output's, then its inputs' */
@@ -91,12 +96,44 @@ static void remove_steps(solver *S, const candidate *c) {
   S->nsteps = k;
 }
 
-static int64_t evaluate(solver *S, int *at_peak, raf_remat_trace *trace);
+/* How far a schedule is from a budget: its model peak, then the bytes over
+ * the budget summed over its moments, then the moments at the peak. Less
+ * is better; each kept step makes it less, so the solver ends. */
+typedef struct standing {
+  int64_t peak, excess;
+  int at_peak;
+} standing;
+
+static bool better(const standing *a, const standing *b) {
+  if (a->peak != b->peak)
+    return a->peak < b->peak;
+  if (a->excess != b->excess)
+    return a->excess < b->excess;
+  return a->at_peak < b->at_peak;
+}
+
+/* S's standing against budget (peak -1 on error); the trace into *trace
+ * when it is not NULL. */
+static standing evaluate(solver *S, int64_t budget, raf_remat_trace *trace) {
+  raf_remat_trace own;
+  raf_remat_trace *t = trace ? trace : &own;
+  standing st = {raf_remat_model_peak_steps(S->g, S->steps, S->nsteps, NULL,
+                                            t),
+                 0, 0};
+  for (int m = 0; st.peak >= 0 && m < t->moments; m++) {
+    st.at_peak += t->live[m] == st.peak;
+    st.excess += t->live[m] > budget ? t->live[m] - budget : 0;
+  }
+  if (!trace)
+    raf_remat_trace_free(t);
+  return st;
+}
+
 
 /* Drops the slices of nodes the schedule also recomputes whole in the same
- * stage, where that leaves the peak (and the moments at it) no worse: the
- * whole node made the output just before. False when out of memory. */
-static bool drop_redundant(solver *S, int64_t peak, int count) {
+ * stage, where that leaves its standing (now) no worse: the whole node made
+ * the output just before. False when out of memory. */
+static bool drop_redundant(solver *S, int64_t budget, const standing *now) {
   raf_remat_step *keep = malloc(sizeof *keep * (size_t)(S->nsteps + 1));
   if (!keep)
     return false;
@@ -109,29 +146,13 @@ static bool drop_redundant(solver *S, int64_t peak, int count) {
       S->steps[k++] = S->steps[q];
   }
   S->nsteps = k;
-  int count2 = count;
-  int64_t peak2 = k < n ? evaluate(S, &count2, NULL) : peak;
-  bool worse = peak2 < 0 || peak2 > peak || (peak2 == peak && count2 > count);
-  if (k < n && worse) {
+  standing after = k < n ? evaluate(S, budget, NULL) : *now;
+  if (k < n && (after.peak < 0 || better(now, &after))) {
     memcpy(S->steps, keep, sizeof *keep * (size_t)n);
     S->nsteps = n;
   }
   free(keep);
   return true;
-}
-
-/* The model's peak and the number of moments at it; peak -1 on error. */
-static int64_t evaluate(solver *S, int *at_peak, raf_remat_trace *trace) {
-  raf_remat_trace own;
-  raf_remat_trace *t = trace ? trace : &own;
-  int64_t peak = raf_remat_model_peak_steps(S->g, S->steps, S->nsteps, NULL,
-                                            t);
-  *at_peak = 0;
-  for (int m = 0; peak >= 0 && m < t->moments; m++)
-    *at_peak += t->live[m] == peak;
-  if (!trace)
-    raf_remat_trace_free(t);
-  return peak;
 }
 
 /* ---- The graph's outputs ------------------------------------------------- */
@@ -298,6 +319,22 @@ static int64_t freed_by(const raf_remat_graph *g, const raf_remat_trace *t,
   return freed;
 }
 
+/* Most bytes freed first; then as by_score. */
+static int by_freed(const void *a, const void *b) {
+  const candidate *x = a, *y = b;
+  if (x->freed != y->freed)
+    return x->freed > y->freed ? -1 : 1;
+  return by_score(a, b);
+}
+
+/* Fewest FLOPs first; then as by_freed. */
+static int by_cost(const void *a, const void *b) {
+  const candidate *x = a, *y = b;
+  if (x->flops != y->flops)
+    return x->flops < y->flops ? -1 : 1;
+  return by_freed(a, b);
+}
+
 /* Drops the slices of nodes that c also recomputes whole in their stage:
  * the node makes that output already (a slice reading a result its node
  * must make again brings the node in). */
@@ -337,7 +374,8 @@ static void add_forms(const raf_remat_graph *g, const raf_remat_trace *t,
 
 /* The candidates at the first peak moment P of trace t, best first. */
 static candidate *candidates(const raf_remat_graph *g,
-                             const raf_remat_trace *t, int P, int *ncand) {
+                             const raf_remat_trace *t, int P, int *ncand,
+                             int (*by)(const void *, const void *)) {
   int M = t->moments, nco = t->co_base[M];
   int *next_read = malloc(sizeof *next_read * (size_t)(nco + 1));
   bool *read_at_p = calloc((size_t)nco + 1, 1);
@@ -373,7 +411,7 @@ static candidate *candidates(const raf_remat_graph *g,
         add_forms(g, t, P, &forms[f], freed, v, ncand);
     }
   }
-  qsort(v, (size_t)*ncand, sizeof *v, by_score);
+  qsort(v, (size_t)*ncand, sizeof *v, by);
   /* The same candidate comes from each output its node frees. */
   int k = 0;
   for (int j = 0; j < *ncand; j++) {
@@ -390,60 +428,165 @@ static candidate *candidates(const raf_remat_graph *g,
   return v;
 }
 
-int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
-                               raf_remat_step **steps, int *nsteps) {
-  solver S = {g, NULL, 0, 0};
-  int64_t peak = -1;
-  for (;;) {
+static int by_flops(const void *a, const void *b, void *g_) {
+  const raf_remat_graph *g = g_;
+  double x = step_flops(g, a), y = step_flops(g, b);
+  return x > y ? -1 : x < y;
+}
+
+/* Step 5: the steps the budget does not need, the costliest first, go
+ * again. Returns the peak, -1 when out of memory. */
+static int64_t prune(solver *S, int64_t budget, int64_t peak) {
+  raf_remat_step *order = malloc(sizeof *order * (size_t)(S->nsteps + 1));
+  if (!order)
+    return -1;
+  memcpy(order, S->steps, sizeof *order * (size_t)S->nsteps);
+  int n = S->nsteps;
+  /* qsort_r is not C11: a stable insertion sort by FLOPs, descending. */
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && by_flops(&order[j - 1], &order[j],
+                                      (void *)S->g) > 0; j--) {
+      raf_remat_step t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int i = 0; i < n && peak >= 0; i++) {
+    candidate c = {{order[i]}, 1, 0, 0};
+    remove_steps(S, &c);
+    int64_t p = evaluate(S, budget, NULL).peak;
+    if (p >= 0 && p <= budget)
+      peak = p;
+    else if (!add_steps(S, &c))
+      peak = -1;
+  }
+  free(order);
+  return peak;
+}
+
+/* Steps 1 to 4 in S, trying at each step the first `tries` candidates in
+ * order of *by (by_score, or by_freed). Returns the peak, -1 when out of
+ * memory. */
+static int64_t descend(solver *S, int64_t budget, int tries,
+                       int (*by)(const void *, const void *), int lookahead,
+                       int max_steps);
+
+/* When no candidate lowers the peak alone: a candidate followed by a few
+ * more (up to LOOK_STEPS, themselves without lookahead) that together get
+ * below `peak`, among the first LOOK_TRIES. Keeps them in S and returns
+ * true when found. */
+static bool look_ahead(solver *S, const candidate *cand, int ncand,
+                       int64_t peak, int (*by)(const void *, const void *),
+                       bool *oom) {
+  raf_remat_step *keep = malloc(sizeof *keep * (size_t)(S->nsteps + 1));
+  int n = S->nsteps;
+  if (!keep) {
+    *oom = true;
+    return false;
+  }
+  memcpy(keep, S->steps, sizeof *keep * (size_t)n);
+  bool found = false;
+  for (int k = 0; k < ncand && k < LOOK_TRIES && !found && !*oom; k++) {
+    if (!add_steps(S, &cand[k])) {
+      *oom = true;
+      break;
+    }
+    int64_t p = descend(S, peak - 1, MAX_TRIES, by, 0, LOOK_STEPS);
+    *oom = p < 0;
+    found = p >= 0 && p < peak;
+    if (!found) {
+      memcpy(S->steps, keep, sizeof *keep * (size_t)n);
+      S->nsteps = n;
+    }
+  }
+  free(keep);
+  return found;
+}
+
+static int64_t descend(solver *S, int64_t budget, int tries,
+                       int (*by)(const void *, const void *), int lookahead,
+                       int max_steps) {
+  standing now = {-1, 0, 0};
+  for (int step = 0;; step++) {
     raf_remat_trace t;
-    int count;
-    peak = evaluate(&S, &count, &t);
-    if (peak < 0 || peak <= budget) {
+    now = evaluate(S, budget, &t);
+    if (now.peak < 0 || now.peak <= budget) {
       raf_remat_trace_free(&t);
       break;
     }
     int P = 0;
-    while (t.live[P] != peak)
+    while (t.live[P] != now.peak)
       P++;
     int ncand;
-    candidate *cand = candidates(g, &t, P, &ncand);
+    candidate *cand = candidates(S->g, &t, P, &ncand, by);
     raf_remat_trace_free(&t);
-    if (!cand) {
-      peak = -1;
-      break;
-    }
-    bool kept = false;
-    for (int k = 0; k < ncand && k < MAX_TRIES && !kept && peak >= 0; k++) {
+    if (!cand)
+      return -1;
+    bool kept = false, oom = false;
+    for (int k = 0; k < ncand && k < tries && !kept && !oom; k++) {
       /* A candidate may repeat a step the schedule has: skip it. */
       bool dup = false;
       for (int q = 0; q < cand[k].nsteps && !dup; q++)
-        dup = S.nsteps > 0 &&
-              bsearch(&cand[k].step[q], S.steps, (size_t)S.nsteps,
-                      sizeof *S.steps, step_cmp) != NULL;
+        dup = S->nsteps > 0 &&
+              bsearch(&cand[k].step[q], S->steps, (size_t)S->nsteps,
+                      sizeof *S->steps, step_cmp) != NULL;
       if (dup)
         continue;
-      if (!add_steps(&S, &cand[k])) {
-        peak = -1;
+      if (!add_steps(S, &cand[k])) {
+        oom = true;
         break;
       }
-      int count2;
-      int64_t peak2 = evaluate(&S, &count2, NULL);
-      kept = peak2 >= 0 && (peak2 < peak || (peak2 == peak && count2 < count));
+      standing after = evaluate(S, budget, NULL);
+      kept = after.peak >= 0 && better(&after, &now);
       if (!kept)
-        remove_steps(&S, &cand[k]);
-      else if (!drop_redundant(&S, peak2, count2))
-        peak = -1;
+        remove_steps(S, &cand[k]);
+      else
+        oom = !drop_redundant(S, budget, &after);
     }
+    if (!kept && !oom && lookahead > 0)
+      kept = look_ahead(S, cand, ncand, now.peak, by, &oom);
     free(cand);
-    if (!kept || peak < 0)
+    if (oom)
+      return -1;
+    if (!kept || step + 1 == max_steps)
       break;
   }
-  if (peak < 0) {
-    free(S.steps);
-    S.steps = NULL;
-    S.nsteps = 0;
+  if (now.peak >= 0 && max_steps > 0) /* what S holds now */
+    now = evaluate(S, budget, NULL);
+  return now.peak;
+}
+
+int64_t raf_remat_solve_greedy(const raf_remat_graph *g, int64_t budget,
+                               raf_remat_step **steps, int *nsteps) {
+  /* By bytes per FLOP first; when that gets stuck above the budget, again
+   * from scratch by bytes alone, trying every candidate: it reaches lower,
+   * and pruning takes back what it spent needlessly. The lower of the two
+   * peaks is the least the solver reaches. */
+  static int (*const order[])(const void *, const void *) = {
+      by_score, by_freed, by_cost};
+  static const int tries[] = {MAX_TRIES, 1 << 30, 1 << 30};
+  solver best = {g, NULL, 0, 0};
+  int64_t best_peak = -1;
+  for (int r = 0; r < 3; r++) {
+    solver S = {g, NULL, 0, 0};
+    int64_t peak = descend(&S, budget, tries[r], order[r], 1, 1 << 30);
+    if (peak >= 0 && peak <= budget)
+      peak = prune(&S, budget, peak);
+    if (peak >= 0 && (best_peak < 0 || peak < best_peak)) {
+      free(best.steps);
+      best = S;
+      best_peak = peak;
+    } else {
+      free(S.steps);
+    }
+    if (peak < 0 || peak <= budget)
+      break;
   }
-  *steps = S.steps;
-  *nsteps = S.nsteps;
-  return peak;
+  if (best_peak < 0) {
+    free(best.steps);
+    best.steps = NULL;
+    best.nsteps = 0;
+  }
+  *steps = best.steps;
+  *nsteps = best.nsteps;
+  return best_peak;
 }
