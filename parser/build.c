@@ -342,7 +342,16 @@ void raf_build_op(raf_parser *p, raf_span name, raf_loc loc,
   raf_opcode op;
   if (!raf_op_lookup(name.s, (size_t)name.len, &op) || op == RAF_OP_CONSTANT ||
       op == RAF_OP_CALL || op == RAF_OP_RETURN) {
-    raf_parse_error(p, name.loc, "unknown operator '%.*s'", name.len, name.s);
+    /* constant, call and return have syntax of their own: no suggestion. */
+    const char *names[RAF_OP_COUNT];
+    size_t n = 0;
+    for (int i = 0; i < RAF_OP_COUNT; i++)
+      if (i != RAF_OP_CONSTANT && i != RAF_OP_CALL && i != RAF_OP_RETURN)
+        names[n++] = raf_op_table[i].name;
+    const char *near = raf_suggest(name.s, (size_t)name.len, names, n);
+    raf_parse_error(p, name.loc, "unknown operator '%.*s'%s%s%s", name.len,
+                    name.s, near ? "; did you mean '" : "", near ? near : "",
+                    near ? "'?" : "");
     raf_build_poison_stmt(p);
     return;
   }
