@@ -194,18 +194,19 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
   bool operands_ok = true;
   for (int i = 0; i < s->noperands; i++) {
     raf_value *x = s->operands[i].value;
+    raf_loc at = s->operands[i].loc.line ? s->operands[i].loc : s->loc;
     if (!x) {
-      fail(v, s->loc, "%s: operand %d is missing", op->name, i);
+      fail(v, at, "%s: operand %d is missing", op->name, i);
       operands_ok = false;
     } else if (x->func != f) {
-      fail(v, s->loc, "%s: operand %%%s belongs to another function",
+      fail(v, at, "%s: operand %%%s belongs to another function",
            op->name, x->name);
       operands_ok = false;
     } else if (x->def ? (x->def->func != f || x->def->order < base ||
                          x->def->order >= s->order)
                       : (x->index < 0 || x->index >= f->nargs ||
                          f->args[x->index].value != x)) {
-      fail(v, s->loc, "%s: operand %%%s is used before its definition",
+      fail(v, at, "%s: operand %%%s is used before its definition",
            op->name, x->name);
       operands_ok = false;
     }

@@ -42,6 +42,7 @@ typedef struct raf_parser {
 
   raf_buf lhs;      /* raf_span: result names of the statement */
   raf_buf operands; /* raf_value* */
+  raf_buf operand_locs; /* raf_loc of each operand, for diagnostics */
   raf_buf types;    /* raf_type* */
   raf_buf dims;     /* int64_t */
   raf_buf nums;     /* raf_span: numbers of a list attribute */
