@@ -85,11 +85,16 @@ typedef struct raf_cg_emit_options {
   bool optimize;         /* run the O3 pipeline (default in raf-opt) */
 } raf_cg_emit_options;
 
+/* The CUDA architectures of --emit=ptx: LLVM 19's NVPTX processors from
+ * sm_30 on (static storage); *count receives their number. */
+const char *const *raf_cg_cuda_archs(size_t *count);
+
 /* Writes one LLVM module (textual IR for the host, or PTX) holding the
  * kernel of every fused function of m, named after it ("fused_3"); a fused
  * function the lowering declines becomes a comment line
- * ("; @fused_3: not compiled: <why>" or "// ..." in PTX). Errors are
- * reported to ctx. */
+ * ("; @fused_3: not compiled: <why>" or "// ..." in PTX). A module
+ * without fused functions gets a note saying so, its output holding no
+ * kernel. An unknown cuda_arch is an error. Errors are reported to ctx. */
 raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
                        const raf_cg_emit_options *o, FILE *out);
 

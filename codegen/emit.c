@@ -41,9 +41,11 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
   LLVMModuleRef M = LLVMModuleCreateWithNameInContext("raf", C);
   const char *comment = ptx ? "//" : ";";
   raf_status rc = RAF_OK;
+  int nfused = 0;
   for (const raf_func *f = m->first; f; f = f->next) {
     if (!is_fused(f))
       continue;
+    nfused++;
     cg_plan p;
     if (!cg_plan_make(f, &p, why, sizeof why)) {
       fprintf(out, "%s @%s: not compiled: %s\n", comment, f->name, why);
@@ -58,6 +60,12 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
     }
     cg_plan_free(&p);
   }
+  /* Kernels are made of fused functions only: without one the output is
+   * LLVM's empty module, which deserves a word on why. */
+  if (nfused == 0)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_NOTE,
+                    "emit: no kernels: the module has no fused function "
+                    "(functions marked {fused}, which --fuse makes)");
   bool ok = rc == RAF_OK && cg_verify(M, why, sizeof why);
   if (ok) {
     cg_prepare_module(M, tm, ptx ? NULL : host.features);

@@ -9,6 +9,7 @@
  * denormals), and keep only their kernels external.
  */
 #include "codegen/target.h"
+#include "codegen/codegen.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -86,10 +87,33 @@ LLVMTargetMachineRef cg_host_tm(const cg_host *h, char *why, size_t size) {
   return make_tm(h->triple, h->cpu, h->features, LLVMRelocPIC, why, size);
 }
 
+/* LLVM 19's list (llc -march=nvptx64 -mcpu=help), which its C API does not
+ * give: an unknown name would only make LLVM warn on stderr, once per
+ * subtarget it builds, and emit for a default processor. The kernels need
+ * sm_30's instructions. */
+static const char *const cuda_archs[] = {
+    "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52", "sm_53",
+    "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+    "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
+
+const char *const *raf_cg_cuda_archs(size_t *count) {
+  *count = sizeof cuda_archs / sizeof cuda_archs[0];
+  return cuda_archs;
+}
+
 LLVMTargetMachineRef cg_nvptx_tm(const char *arch, char *why, size_t size) {
-  if (strncmp(arch, "sm_", 3) != 0 || atoi(arch + 3) < 30) {
-    snprintf(why, size, "unknown CUDA architecture '%s' (sm_80, sm_90, ...)",
-             arch);
+  size_t n, len = 0;
+  const char *const *archs = raf_cg_cuda_archs(&n);
+  bool known = false;
+  for (size_t i = 0; i < n && !known; i++)
+    known = strcmp(archs[i], arch) == 0;
+  if (!known) {
+    len = (size_t)snprintf(why, size, "unknown CUDA architecture '%s' "
+                           "(known:", arch);
+    for (size_t i = 0; i < n && len < size; i++)
+      len += (size_t)snprintf(why + len, size - len, " %s", archs[i]);
+    if (len < size)
+      snprintf(why + len, size - len, ")");
     return NULL;
   }
   return make_tm("nvptx64-nvidia-cuda", arch, "", LLVMRelocDefault, why,

@@ -17,7 +17,10 @@
  * Messages are lower case without a trailing period and do not name the op,
  * which raf_infer_stmt puts in front. Types are spelled as the printer spells
  * them ("f32[2,3]"), lists as "[4,2]", operands are counted from 0, and
- * negative axes count from the end.
+ * negative axes count from the end. An error about the operands' types ends
+ * with them all, as mlir-opt prints them ("contracting dimensions differ:
+ * f32[8,32] x f32[16,4]"), and names the operand or attribute at fault, at
+ * whose place in the source it is reported.
  */
 #include "ir/ir.h"
 
@@ -31,6 +34,61 @@ raf_status raf_infer_fail(raf_infer *in, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(in->message, sizeof in->message, fmt, ap);
+  va_end(ap);
+  return RAF_ERROR;
+}
+
+/* An error at operand `at` (-1: the statement) or attribute `attr`, the
+ * operand types appended when `types`: ": f32[8,32] x f32[16,4]" for
+ * matmul's product, ": f32[2,3], f32[3]" for the rest. */
+static raf_status vfail(raf_infer *in, int at, const char *attr, bool types,
+                        const char *fmt, va_list ap) {
+  vsnprintf(in->message, sizeof in->message, fmt, ap);
+  in->fault_operand = at;
+  in->fault_attr = attr;
+  size_t len = strlen(in->message);
+  const char *sep = in->stmt->op == RAF_OP_MATMUL ? " x " : ", ";
+  for (int i = 0; types && i < in->noperands && len < sizeof in->message;
+       i++) {
+    int k = snprintf(in->message + len, sizeof in->message - len, "%s",
+                     i ? sep : ": ");
+    len += k > 0 ? (size_t)k : 0;
+    if (len < sizeof in->message)
+      raf_type_str(in->operands[i], in->message + len,
+                   sizeof in->message - len);
+    len += strlen(in->message + len);
+  }
+  return RAF_ERROR;
+}
+
+/* An error about the operands' types, at operand `at` (-1: none in
+ * particular), which ends with their types. */
+__attribute__((format(printf, 3, 4))) static raf_status
+operand_fail(raf_infer *in, int at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(in, at, NULL, true, fmt, ap);
+  va_end(ap);
+  return RAF_ERROR;
+}
+
+/* An error at attribute `name`: about its value alone, or, with `types`,
+ * about how it fits the operands, whose types then end the message. */
+__attribute__((format(printf, 4, 5))) static raf_status
+attr_fail(raf_infer *in, const char *name, bool types, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(in, -1, name, types, fmt, ap);
+  va_end(ap);
+  return RAF_ERROR;
+}
+
+/* An error at operand `at` whose message spells the types it needs. */
+__attribute__((format(printf, 3, 4))) static raf_status
+vfail_at(raf_infer *in, int at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(in, at, NULL, false, fmt, ap);
   va_end(ap);
   return RAF_ERROR;
 }
@@ -138,8 +196,8 @@ static raf_status admit(raf_infer *in, int i) {
   raf_dtype dt = OPND(i)->dtype;
   if (op->dtypes & (1u << dt))
     return RAF_OK;
-  return raf_infer_fail(in, "operand %d has element type %s, which %s does "
-                        "not admit", i, raf_dtype_name(dt), op->name);
+  return operand_fail(in, i, "operand %d has element type %s, which %s does "
+                      "not admit", i, raf_dtype_name(dt), op->name);
 }
 
 static raf_status admit_all(raf_infer *in) {
@@ -153,8 +211,8 @@ static raf_status same_dtype(raf_infer *in, int i, int j) {
   raf_dtype a = OPND(i)->dtype, b = OPND(j)->dtype;
   if (a == b)
     return RAF_OK;
-  return raf_infer_fail(in, "element types differ (%s vs %s)",
-                        raf_dtype_name(a), raf_dtype_name(b));
+  return operand_fail(in, j, "element types differ (%s vs %s)",
+                      raf_dtype_name(a), raf_dtype_name(b));
 }
 
 /* Index-like operands (take's indices, class labels) are integers. */
@@ -162,8 +220,8 @@ static raf_status integer_operand(raf_infer *in, int i, const char *what) {
   raf_dtype_class c = raf_dtype_class_of(OPND(i)->dtype);
   if (c == RAF_CLASS_SINT || c == RAF_CLASS_UINT)
     return RAF_OK;
-  return raf_infer_fail(in, "%s must have an integer element type, got %s",
-                        what, TY(OPND(i)));
+  return operand_fail(in, i, "%s must have an integer element type, not %s",
+                      what, raf_dtype_name(OPND(i)->dtype));
 }
 
 static raf_status need_rank(raf_infer *in, int i, const char *what, int rank,
@@ -171,8 +229,8 @@ static raf_status need_rank(raf_infer *in, int i, const char *what, int rank,
   int r = OPND(i)->rank;
   if (at_least ? r >= rank : r == rank)
     return RAF_OK;
-  return raf_infer_fail(in, "%s must have rank %s%d, got %s", what,
-                        at_least ? "at least " : "", rank, TY(OPND(i)));
+  return operand_fail(in, i, "%s must have rank %s%d, not %d", what,
+                      at_least ? "at least " : "", rank, r);
 }
 
 /* Operand i must have exactly the shape dims (its dtype is checked apart). */
@@ -182,18 +240,19 @@ static raf_status need_shape(raf_infer *in, int i, const char *what, int rank,
   if (t->rank == rank &&
       (rank == 0 || memcmp(t->dims, dims, (size_t)rank * sizeof *dims) == 0))
     return RAF_OK;
-  return raf_infer_fail(in, "%s must have shape %s, got %s", what,
-                        INTS(dims, rank), TY(t));
+  return operand_fail(in, i, "%s must have shape %s, not %s", what,
+                      INTS(dims, rank), INTS(t->dims, t->rank));
 }
 
-static raf_status normalize_axis(raf_infer *in, int64_t axis, int rank,
-                                 int *out) {
+/* An axis of attribute `attr` (axis, axes, perm) for a rank. */
+static raf_status normalize_axis(raf_infer *in, const char *attr,
+                                 int64_t axis, int rank, int *out) {
   bool ok = axis >= -rank && axis < rank;
   *out = ok ? (int)(axis < 0 ? axis + rank : axis) : 0; /* always set */
   if (ok)
     return RAF_OK;
-  return raf_infer_fail(in, "axis %lld is out of range for rank %d", LL(axis),
-                        rank);
+  return attr_fail(in, attr, true, "axis %lld is out of range for rank %d",
+                   LL(axis), rank);
 }
 
 /* ---- Attributes ---------------------------------------------------------- */
@@ -253,11 +312,11 @@ static raf_status check_ints(raf_infer *in, const char *name,
   const int64_t *p = v->u.ints.v;
   int n = v->u.ints.n;
   if (len >= 0 && n != len)
-    return raf_infer_fail(in, "%s must have %d entries, got %d", name, len,
-                          n);
+    return attr_fail(in, name, true, "%s must have %d entries, got %d", name,
+                     len, n);
   for (int i = 0; i < n; i++)
     if (p[i] < min)
-      return raf_infer_fail(in, "%s entries must be %s, got %s", name,
+      return attr_fail(in, name, false, "%s entries must be %s, got %s", name,
                             min > 0 ? "positive" : "non-negative",
                             INTS(p, n));
   return RAF_OK;
@@ -292,13 +351,15 @@ static raf_status check_attrs(raf_infer *in) {
                 (s->kind == RAF_ATTR_INTS && a->kind == RAF_ATTR_FLOATS &&
                  a->val.u.floats.n == 0);
     if (!fits)
-      return raf_infer_fail(in, "attribute %s must be %s, got %s", a->name,
+      return attr_fail(in, a->name, false, "attribute %s must be %s, got %s",
+                       a->name,
                             raf_attr_kind_desc(s->kind),
                             raf_attr_kind_desc(a->kind));
     if (s->kind == RAF_ATTR_STRING && s->choices) {
       const char *str = a->val.u.s ? a->val.u.s : "";
       if (!raf_choices_include(s->choices, str))
-        return raf_infer_fail(in, "%s must be %s, got \"%s\"", a->name,
+        return attr_fail(in, a->name, false, "%s must be %s, got \"%s\"",
+                         a->name,
                               choices_text(s->choices).s, str);
     }
   }
@@ -308,7 +369,7 @@ static raf_status check_attrs(raf_infer *in) {
 static raf_status positive(raf_infer *in, const char *name, double x) {
   if (x > 0) /* false for NaN too */
     return RAF_OK;
-  return raf_infer_fail(in, "%s must be positive, got %g", name, x);
+  return attr_fail(in, name, false, "%s must be positive, got %g", name, x);
 }
 
 /* ---- Broadcasting -------------------------------------------------------- */
@@ -342,11 +403,7 @@ static raf_status broadcast_result(raf_infer *in, int first, raf_dtype dt) {
   for (int i = 0; i < in->noperands; i++) {
     if (broadcast_into(&rank, dims, OPND(i)->rank, OPND(i)->dims))
       continue;
-    if (in->noperands == 2)
-      return raf_infer_fail(in, "cannot broadcast %s and %s", TY(OPND(0)),
-                            TY(OPND(1)));
-    return raf_infer_fail(in, "cannot broadcast %s, %s and %s", TY(OPND(0)),
-                          TY(OPND(1)), TY(OPND(2)));
+    return operand_fail(in, i, "shapes do not broadcast");
   }
   return set_result(in, 0, dt, rank, dims);
 }
@@ -372,9 +429,8 @@ raf_status infer_call(raf_infer *in) {
                           f->nargs, in->noperands);
   for (int i = 0; i < f->nargs; i++)
     if (OPND(i) != f->args[i].value->type)
-      return raf_infer_fail(in, "argument %d has type %s but @%s expects %s",
-                            i, TY(OPND(i)), f->name,
-                            TY(f->args[i].value->type));
+      return vfail_at(in, i, "argument %d has type %s but @%s expects %s",
+                      i, TY(OPND(i)), f->name, TY(f->args[i].value->type));
   if (in->nresults != f->nresults)
     return raf_infer_fail(in, "@%s produces %d result%s, got %d", f->name,
                           f->nresults, f->nresults == 1 ? "" : "s",
@@ -417,7 +473,8 @@ raf_status infer_isfinite(raf_infer *in) {
 
 raf_status infer_where(raf_infer *in) {
   if (OPND(0)->dtype != RAF_BOOL)
-    return raf_infer_fail(in, "condition must be bool, got %s", TY(OPND(0)));
+    return operand_fail(in, 0, "condition must be bool, not %s",
+                        raf_dtype_name(OPND(0)->dtype));
   return broadcast_result(in, 1, OPND(1)->dtype);
 }
 
@@ -444,9 +501,9 @@ static raf_status reduced(raf_infer *in, const bool *drop, raf_dtype dt) {
   for (int i = 0; i < x->rank; i++)
     if (drop[i] && x->dims[i] == 0 &&
         (op == RAF_OP_MAX || op == RAF_OP_MIN || op == RAF_OP_ARGMAX))
-      return raf_infer_fail(in, "axis %d has size 0, and the %s of no "
-                            "elements is undefined", i,
-                            raf_op_table[op].name);
+      return attr_fail(in, op == RAF_OP_ARGMAX ? "axis" : "axes", true,
+                       "axis %d has size 0, and the %s of no elements is "
+                       "undefined", i, raf_op_table[op].name);
   for (int i = 0; i < x->rank; i++)
     if (!drop[i])
       dims[rank++] = x->dims[i];
@@ -468,10 +525,10 @@ raf_status infer_reduce(raf_infer *in) {
     drop[i] = all;
   for (int i = 0; !all && i < axes.u.ints.n; i++) {
     int a;
-    if (normalize_axis(in, axes.u.ints.v[i], x->rank, &a))
+    if (normalize_axis(in, "axes", axes.u.ints.v[i], x->rank, &a))
       return RAF_ERROR;
     if (drop[a])
-      return raf_infer_fail(in, "axes name axis %d twice", a);
+      return attr_fail(in, "axes", false, "axes name axis %d twice", a);
     drop[a] = true;
   }
   return reduced(in, drop, x->dtype);
@@ -482,7 +539,7 @@ raf_status infer_argmax(raf_infer *in) {
   bool drop[RAF_MAX_RANK] = {false};
   int a;
   if (admit(in, 0) || need(in, "axis", &axis) ||
-      normalize_axis(in, axis.u.i, OPND(0)->rank, &a))
+      normalize_axis(in, "axis", axis.u.i, OPND(0)->rank, &a))
     return RAF_ERROR;
   drop[a] = true;
   return reduced(in, drop, RAF_I64);
@@ -507,18 +564,20 @@ raf_status infer_reshape(raf_infer *in) {
       continue;
     }
     if (s[i] == -1)
-      return raf_infer_fail(in, "shape %s has more than one -1", INTS(s, n));
+      return attr_fail(in, "shape", false, "shape %s has more than one -1",
+                       INTS(s, n));
     if (s[i] < 0)
-      return raf_infer_fail(in, "shape %s has a negative entry other than -1",
-                            INTS(s, n));
+      return attr_fail(in, "shape", false,
+                       "shape %s has a negative entry other than -1",
+                       INTS(s, n));
     fits = fits && mul_ok(known, s[i], &known);
   }
   if (hole >= 0 && fits && known == 0)
-    return raf_infer_fail(in, "cannot infer the -1 in shape %s, which has a "
-                          "0 entry", INTS(s, n));
+    return attr_fail(in, "shape", false, "cannot infer the -1 in shape %s, "
+                     "which has a 0 entry", INTS(s, n));
   if (!fits || (hole >= 0 ? x->numel % known != 0 : x->numel != known))
-    return raf_infer_fail(in, "cannot reshape %lld elements into shape %s",
-                          LL(x->numel), INTS(s, n));
+    return attr_fail(in, "shape", true, "cannot reshape %lld elements into "
+                     "shape %s", LL(x->numel), INTS(s, n));
   if (hole >= 0)
     dims[hole] = x->numel / known;
   return set_result(in, 0, x->dtype, n, dims);
@@ -539,10 +598,10 @@ raf_status infer_transpose(raf_infer *in) {
     return RAF_ERROR;
   for (int i = 0; i < x->rank; i++) {
     int a;
-    if (normalize_axis(in, perm.u.ints.v[i], x->rank, &a))
+    if (normalize_axis(in, "perm", perm.u.ints.v[i], x->rank, &a))
       return RAF_ERROR;
     if (seen[a])
-      return raf_infer_fail(in, "perm %s names axis %d twice",
+      return attr_fail(in, "perm", false, "perm %s names axis %d twice",
                             INTS(perm.u.ints.v, perm.u.ints.n), a);
     seen[a] = true;
     dims[i] = x->dims[a];
@@ -564,8 +623,8 @@ raf_status infer_broadcast_to(raf_infer *in) {
     ok = d == 1 || d == s[n - i];
   }
   if (!ok)
-    return raf_infer_fail(in, "cannot broadcast %s to shape %s", TY(x),
-                          INTS(s, n));
+    return attr_fail(in, "shape", true, "cannot broadcast to shape %s",
+                     INTS(s, n));
   return set_result(in, 0, x->dtype, n, s);
 }
 
@@ -595,8 +654,8 @@ raf_status infer_slice(raf_infer *in) {
   for (int i = 0; i < x->rank; i++) {
     int64_t step = stepped ? strides.u.ints.v[i] : 1;
     if (step == 0)
-      return raf_infer_fail(in, "strides must be nonzero, got %s",
-                            INTS(strides.u.ints.v, strides.u.ints.n));
+      return attr_fail(in, "strides", false, "strides must be nonzero, got %s",
+                       INTS(strides.u.ints.v, strides.u.ints.n));
     dims[i] = slice_len(x->dims[i], begin.u.ints.v[i], end.u.ints.v[i], step);
   }
   return set_result(in, 0, x->dtype, x->rank, dims);
@@ -608,7 +667,7 @@ raf_status infer_concat(raf_infer *in) {
   if (in->noperands < 1)
     return raf_infer_fail(in, "expects at least 1 operand, got 0");
   const raf_type *t0 = OPND(0);
-  if (normalize_axis(in, attr_int(in, "axis"), t0->rank, &axis))
+  if (normalize_axis(in, "axis", attr_int(in, "axis"), t0->rank, &axis))
     return RAF_ERROR;
   memcpy(dims, t0->dims, (size_t)t0->rank * sizeof *dims);
   for (int i = 0; i < in->noperands; i++) {
@@ -619,8 +678,7 @@ raf_status infer_concat(raf_infer *in) {
     for (int d = 0; ok && d < t->rank; d++)
       ok = d == axis || t->dims[d] == t0->dims[d];
     if (!ok)
-      return raf_infer_fail(in, "cannot concatenate %s and %s along axis %d",
-                            TY(t0), TY(t), axis);
+      return operand_fail(in, i, "cannot concatenate along axis %d", axis);
     if (i > 0 && !add_ok(dims[axis], t->dims[axis], &dims[axis]))
       return too_large(in);
   }
@@ -632,7 +690,7 @@ raf_status infer_split(raf_infer *in) {
   raf_attr_value sec, sizes;
   int64_t dims[RAF_MAX_RANK], total = 0;
   int axis;
-  if (normalize_axis(in, attr_int(in, "axis"), x->rank, &axis))
+  if (normalize_axis(in, "axis", attr_int(in, "axis"), x->rank, &axis))
     return RAF_ERROR;
   bool by_count = attr(in, "sections", &sec);
   bool by_size = attr(in, "sizes", &sizes);
@@ -644,13 +702,16 @@ raf_status infer_split(raf_infer *in) {
   if (by_count) {
     int64_t n = sec.u.i;
     if (n < 1)
-      return raf_infer_fail(in, "sections must be positive, got %lld", LL(n));
+      return attr_fail(in, "sections", false,
+                       "sections must be positive, got %lld", LL(n));
     if (in->nresults != n)
-      return raf_infer_fail(in, "has %d results but sections = %lld",
-                            in->nresults, LL(n));
+      return attr_fail(in, "sections", false,
+                       "has %d results but sections = %lld", in->nresults,
+                       LL(n));
     if (dim % n)
-      return raf_infer_fail(in, "axis %d has size %lld, which sections = %lld "
-                            "does not divide", axis, LL(dim), LL(n));
+      return attr_fail(in, "sections", true, "axis %d has size %lld, which "
+                       "sections = %lld does not divide", axis, LL(dim),
+                       LL(n));
   } else {
     const int64_t *s = sizes.u.ints.v;
     int n = sizes.u.ints.n;
@@ -658,13 +719,14 @@ raf_status infer_split(raf_infer *in) {
     if (check_ints(in, "sizes", &sizes, -1, 1))
       return RAF_ERROR;
     if (in->nresults != n)
-      return raf_infer_fail(in, "has %d results but sizes has %d entries",
-                            in->nresults, n);
+      return attr_fail(in, "sizes", false,
+                       "has %d results but sizes has %d entries",
+                       in->nresults, n);
     for (int i = 0; i < n; i++)
       fits = fits && add_ok(total, s[i], &total);
     if (!fits || total != dim)
-      return raf_infer_fail(in, "sizes %s do not sum to %lld, the size of "
-                            "axis %d", INTS(s, n), LL(dim), axis);
+      return attr_fail(in, "sizes", true, "sizes %s do not sum to %lld, the "
+                       "size of axis %d", INTS(s, n), LL(dim), axis);
   }
   for (int i = 0; i < in->nresults; i++) {
     dims[axis] = by_count ? dim / sec.u.i : sizes.u.ints.v[i];
@@ -680,7 +742,7 @@ raf_status infer_take(raf_infer *in) {
   int64_t dims[RAF_MAX_RANK];
   int axis, rank = 0;
   if (admit(in, 0) || integer_operand(in, 1, "indices") ||
-      normalize_axis(in, attr_int(in, "axis"), t->rank, &axis) ||
+      normalize_axis(in, "axis", attr_int(in, "axis"), t->rank, &axis) ||
       check_rank(in, t->rank - 1 + ix->rank))
     return RAF_ERROR;
   for (int i = 0; i < axis; i++)
@@ -705,12 +767,14 @@ raf_status infer_matmul(raf_infer *in) {
   int64_t m = a->dims[ra - 2 + ta], ka = a->dims[ra - 1 - ta];
   int64_t kb = b->dims[rb - 2 + tb], n = b->dims[rb - 1 - tb];
   if (ka != kb)
-    return raf_infer_fail(in, "contracting dimensions differ (%lld vs %lld)",
-                          LL(ka), LL(kb));
+    return operand_fail(in, 1, "contracting dimensions differ%s",
+                        ta && tb ? " under transpose_a and transpose_b"
+                        : ta     ? " under transpose_a"
+                        : tb     ? " under transpose_b"
+                                 : "");
   memcpy(dims, a->dims, (size_t)rank * sizeof *dims);
   if (!broadcast_into(&rank, dims, rb - 2, b->dims))
-    return raf_infer_fail(in, "batch dimensions of %s and %s do not "
-                          "broadcast", TY(a), TY(b));
+    return operand_fail(in, 1, "batch dimensions do not broadcast");
   dims[rank++] = m; /* rank <= RAF_MAX_RANK: both batch parts are <= 6 */
   dims[rank++] = n;
   return set_result(in, 0, a->dtype, rank, dims);
@@ -721,7 +785,7 @@ raf_status infer_matmul(raf_infer *in) {
 raf_status infer_softmax(raf_infer *in) {
   int axis;
   if (admit(in, 0) ||
-      normalize_axis(in, attr_int(in, "axis"), OPND(0)->rank, &axis))
+      normalize_axis(in, "axis", attr_int(in, "axis"), OPND(0)->rank, &axis))
     return RAF_ERROR;
   in->results[0] = OPND(0);
   return RAF_OK;
@@ -732,7 +796,7 @@ raf_status infer_layer_norm(raf_infer *in) {
   const raf_type *x = OPND(0);
   int axis;
   if (admit_all(in) || same_dtype(in, 0, 1) || same_dtype(in, 0, 2) ||
-      normalize_axis(in, attr_int(in, "axis"), x->rank, &axis) ||
+      normalize_axis(in, "axis", attr_int(in, "axis"), x->rank, &axis) ||
       need_shape(in, 1, "gamma", x->rank - axis, x->dims + axis) ||
       need_shape(in, 2, "beta", x->rank - axis, x->dims + axis) ||
       positive(in, "eps", attr_float(in, "eps")))
@@ -748,9 +812,9 @@ raf_status infer_dropout(raf_infer *in) {
   if (admit(in, 0))
     return RAF_ERROR;
   if (key->dtype != RAF_I64 || key->rank != 0)
-    return raf_infer_fail(in, "key must be i64[], got %s", TY(key));
+    return operand_fail(in, 1, "key must be i64[]");
   if (!(p >= 0 && p < 1)) /* also rejects NaN */
-    return raf_infer_fail(in, "p must be in [0, 1), got %g", p);
+    return attr_fail(in, "p", false, "p must be in [0, 1), got %g", p);
   in->results[0] = OPND(0);
   return RAF_OK;
 }
@@ -772,15 +836,17 @@ static raf_status attention_dims(raf_infer *in, int first, int64_t *dims) {
     const raf_type *t = OPND(first + i);
     if (t->rank != r ||
         memcmp(t->dims, q->dims, (size_t)(r - 2) * sizeof *dims) != 0)
-      return raf_infer_fail(in, "%s has type %s, whose leading dimensions do "
-                            "not match q %s", names[i], TY(t), TY(q));
+      return operand_fail(in, first + i, "the leading dimensions of %s do "
+                          "not match q's", names[i]);
   }
   if (q->dims[r - 1] != k->dims[r - 1])
-    return raf_infer_fail(in, "q and k head dimensions differ (%lld vs %lld)",
-                          LL(q->dims[r - 1]), LL(k->dims[r - 1]));
+    return operand_fail(in, first + 1, "q and k head dimensions differ "
+                        "(%lld vs %lld)", LL(q->dims[r - 1]),
+                        LL(k->dims[r - 1]));
   if (k->dims[r - 2] != v->dims[r - 2])
-    return raf_infer_fail(in, "k and v sequence lengths differ (%lld vs %lld)",
-                          LL(k->dims[r - 2]), LL(v->dims[r - 2]));
+    return operand_fail(in, first + 2, "k and v sequence lengths differ "
+                        "(%lld vs %lld)", LL(k->dims[r - 2]),
+                        LL(v->dims[r - 2]));
   if (attr(in, "scale", &scale) && positive(in, "scale", scale.u.f))
     return RAF_ERROR;
   memcpy(dims, q->dims, (size_t)r * sizeof *dims);
@@ -810,9 +876,9 @@ static raf_status window2d(raf_infer *in, const int64_t *hw, const int64_t *k,
     padded[i] = hw[i] + 2 * pad[i];
   }
   if (extent[0] > padded[0] || extent[1] > padded[1])
-    return raf_infer_fail(in, "kernel extent %lldx%lld exceeds padded input "
-                          "%lldx%lld", LL(extent[0]), LL(extent[1]),
-                          LL(padded[0]), LL(padded[1]));
+    return operand_fail(in, -1, "kernel extent %lldx%lld exceeds padded "
+                        "input %lldx%lld", LL(extent[0]), LL(extent[1]),
+                        LL(padded[0]), LL(padded[1]));
   for (int i = 0; i < 2; i++)
     out[i] = (padded[i] - extent[i]) / stride[i] + 1;
   return RAF_OK;
@@ -834,12 +900,12 @@ static raf_status conv2d_dims(raf_infer *in, const int64_t *x, const char *xs,
     return RAF_ERROR;
   int64_t groups = attr_int(in, "groups"), c = x[1], o = w[0];
   if (groups < 1)
-    return raf_infer_fail(in, "groups must be at least 1, got %lld",
-                          LL(groups));
+    return attr_fail(in, "groups", false, "groups must be at least 1, got "
+                     "%lld", LL(groups));
   if (c % groups || o % groups)
-    return raf_infer_fail(in, "groups = %lld does not divide the %lld %s "
-                          "channels", LL(groups), LL(c % groups ? c : o),
-                          c % groups ? "input" : "output");
+    return attr_fail(in, "groups", true, "groups = %lld does not divide the "
+                     "%lld %s channels", LL(groups), LL(c % groups ? c : o),
+                     c % groups ? "input" : "output");
   if (w[1] != c / groups)
     return raf_infer_fail(in, "weight %s with groups = %lld does not fit the "
                           "%lld channels of %s", ws, LL(groups), LL(c), xs);
@@ -879,9 +945,9 @@ static raf_status pool2d_dims(raf_infer *in, const int64_t *x,
     return RAF_ERROR;
   const int64_t *k = kernel.u.ints.v, *p = pad.u.ints.v;
   if (p[0] > k[0] / 2 || p[1] > k[1] / 2)
-    return raf_infer_fail(in, "padding should be at most half of kernel size, "
-                          "got padding %s for kernel %s", INTS(p, 2),
-                          INTS(k, 2));
+    return attr_fail(in, "padding", false, "padding should be at most half "
+                     "of kernel size, got padding %s for kernel %s",
+                     INTS(p, 2), INTS(k, 2));
   if (window2d(in, x + 2, k, p, stride.u.ints.v, NULL, dims + 2))
     return RAF_ERROR;
   dims[0] = x[0];
@@ -911,7 +977,8 @@ raf_status infer_batch_norm(raf_infer *in) {
   if (positive(in, "eps", attr_float(in, "eps")))
     return RAF_ERROR;
   if (!(momentum >= 0 && momentum <= 1))
-    return raf_infer_fail(in, "momentum must be in [0, 1], got %g", momentum);
+    return attr_fail(in, "momentum", false, "momentum must be in [0, 1], got "
+                     "%g", momentum);
   in->results[0] = OPND(0);
   if (set_result(in, 1, x->dtype, 1, x->dims + 1))
     return RAF_ERROR;
@@ -946,7 +1013,7 @@ raf_status infer_mse_loss(raf_infer *in) {
   if (admit_all(in) || same_dtype(in, 0, 1))
     return RAF_ERROR;
   if (a != b) /* interned, and the element types agree */
-    return raf_infer_fail(in, "shapes differ (%s vs %s)", TY(a), TY(b));
+    return operand_fail(in, 1, "shapes differ");
   return loss_result(in, a->dtype, a->rank, a->dims);
 }
 
@@ -962,20 +1029,20 @@ raf_status infer_collective(raf_infer *in) {
   if (admit(in, 0))
     return RAF_ERROR;
   if (ws < 1)
-    return raf_infer_fail(in, "world_size must be at least 1, got %lld",
-                          LL(ws));
+    return attr_fail(in, "world_size", false,
+                     "world_size must be at least 1, got %lld", LL(ws));
   if (in->stmt->op == RAF_OP_ALL_REDUCE) {
     in->results[0] = OPND(0);
     return RAF_OK;
   }
-  if (normalize_axis(in, attr_int(in, "axis"), x->rank, &axis))
+  if (normalize_axis(in, "axis", attr_int(in, "axis"), x->rank, &axis))
     return RAF_ERROR;
   memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
   if (in->stmt->op == RAF_OP_REDUCE_SCATTER) {
     if (dims[axis] % ws)
-      return raf_infer_fail(in, "axis %d has size %lld, which world_size = "
-                            "%lld does not divide", axis, LL(dims[axis]),
-                            LL(ws));
+      return attr_fail(in, "world_size", true, "axis %d has size %lld, which "
+                       "world_size = %lld does not divide", axis,
+                       LL(dims[axis]), LL(ws));
     dims[axis] /= ws;
   } else if (!mul_ok(dims[axis], ws, &dims[axis])) {
     return too_large(in);
@@ -995,8 +1062,7 @@ static raf_status same_type(raf_infer *in, int i, int j, const char *what,
                             const char *of) {
   if (OPND(i) == OPND(j)) /* interned */
     return RAF_OK;
-  return raf_infer_fail(in, "%s must have the type of %s, %s, got %s", what,
-                        of, TY(OPND(j)), TY(OPND(i)));
+  return operand_fail(in, i, "%s must have the type of %s", what, of);
 }
 
 /* A shape attribute: entries non-negative, len of them (any when < 0). */
@@ -1023,7 +1089,7 @@ raf_status infer_gelu_grad(raf_infer *in) {
 raf_status infer_softmax_grad(raf_infer *in) {
   int axis;
   if (admit_all(in) || same_type(in, 0, 1, "dy", "y") ||
-      normalize_axis(in, attr_int(in, "axis"), OPND(1)->rank, &axis))
+      normalize_axis(in, "axis", attr_int(in, "axis"), OPND(1)->rank, &axis))
     return RAF_ERROR;
   in->results[0] = OPND(1);
   return RAF_OK;
@@ -1035,7 +1101,7 @@ raf_status infer_layer_norm_grad(raf_infer *in) {
   int axis;
   if (admit_all(in) || same_type(in, 0, 1, "dy", "x") ||
       same_dtype(in, 1, 2) ||
-      normalize_axis(in, attr_int(in, "axis"), x->rank, &axis) ||
+      normalize_axis(in, "axis", attr_int(in, "axis"), x->rank, &axis) ||
       need_shape(in, 2, "gamma", x->rank - axis, x->dims + axis) ||
       positive(in, "eps", attr_float(in, "eps")))
     return RAF_ERROR;
@@ -1071,16 +1137,14 @@ raf_status infer_take_grad(raf_infer *in) {
       need(in, "dim", &dim))
     return RAF_ERROR;
   if (rank < 1)
-    return raf_infer_fail(in, "dy %s has a lower rank than indices %s",
-                          TY(dy), TY(ix));
-  if (normalize_axis(in, attr_int(in, "axis"), rank, &axis))
+    return operand_fail(in, 0, "dy has a lower rank than indices");
+  if (normalize_axis(in, "axis", attr_int(in, "axis"), rank, &axis))
     return RAF_ERROR;
   if (memcmp(dy->dims + axis, ix->dims, (size_t)ix->rank * sizeof *dims))
-    return raf_infer_fail(in, "dy %s does not hold indices %s at axis %d",
-                          TY(dy), TY(ix), axis);
+    return operand_fail(in, 0, "dy does not hold indices at axis %d", axis);
   if (dim.u.i < 0)
-    return raf_infer_fail(in, "dim must be non-negative, got %lld",
-                          LL(dim.u.i));
+    return attr_fail(in, "dim", false, "dim must be non-negative, got %lld",
+                     LL(dim.u.i));
   memcpy(dims, dy->dims, (size_t)axis * sizeof *dims);
   dims[axis] = dim.u.i;
   memcpy(dims + axis + 1, dy->dims + axis + ix->rank,
@@ -1106,8 +1170,8 @@ raf_status infer_slice_grad(raf_infer *in) {
   for (int i = 0; i < n; i++) {
     int64_t step = stepped ? strides.u.ints.v[i] : 1;
     if (step == 0)
-      return raf_infer_fail(in, "strides must be nonzero, got %s",
-                            INTS(strides.u.ints.v, n));
+      return attr_fail(in, "strides", false, "strides must be nonzero, got %s",
+                       INTS(strides.u.ints.v, n));
     dims[i] = slice_len(shape.u.ints.v[i], begin.u.ints.v[i],
                         end.u.ints.v[i], step);
   }
@@ -1204,13 +1268,27 @@ static raf_status check_generic(raf_infer *in) {
   for (int i = 0; i < in->noperands; i++) {
     const raf_value *v = in->stmt->operands[i].value;
     if (!v || !v->type)
-      return raf_infer_fail(in, "operand %d has no type", i);
+      return vfail_at(in, i, "operand %d has no type", i);
     if (v->type->rank > RAF_MAX_RANK) /* shape functions rely on the limit */
-      return raf_infer_fail(in, "operand %d has rank %d, above the limit of "
-                            "%d", i, v->type->rank, RAF_MAX_RANK);
+      return vfail_at(in, i, "operand %d has rank %d, above the limit of %d",
+                      i, v->type->rank, RAF_MAX_RANK);
     in->operands[i] = v->type;
   }
   return check_attrs(in);
+}
+
+/* Where an error is reported: at the attribute or operand at fault as
+ * written, else (and for what passes made) at the statement. */
+static raf_loc fault_loc(const raf_infer *in) {
+  const raf_stmt *s = in->stmt;
+  const raf_attr *a =
+      in->fault_attr ? raf_attrs_find(&s->attrs, in->fault_attr) : NULL;
+  if (a && a->loc.line)
+    return a->loc;
+  int i = in->fault_operand;
+  if (i >= 0 && i < s->noperands && s->operands[i].loc.line)
+    return s->operands[i].loc;
+  return s->loc;
 }
 
 raf_status raf_infer_stmt(raf_module *m, const raf_stmt *stmt,
@@ -1230,6 +1308,8 @@ raf_status raf_infer_stmt(raf_module *m, const raf_stmt *stmt,
   in.nresults = ntypes;
   in.results = types;
   in.message[0] = '\0';
+  in.fault_operand = -1;
+  in.fault_attr = NULL;
   in.operands = small;
   if (stmt->noperands > (int)(sizeof small / sizeof *small))
     in.operands = malloc((size_t)stmt->noperands * sizeof *in.operands);
@@ -1240,7 +1320,7 @@ raf_status raf_infer_stmt(raf_module *m, const raf_stmt *stmt,
   if (in.operands != small)
     free(in.operands);
   if (st != RAF_OK)
-    raf_diag_report(m->ctx, stmt->loc, RAF_SEV_ERROR, "%s: %s", op->name,
-                    in.message);
+    raf_diag_report(m->ctx, fault_loc(&in), RAF_SEV_ERROR, "%s: %s",
+                    op->name, in.message);
   return st;
 }

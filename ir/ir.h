@@ -50,6 +50,7 @@ typedef struct raf_use {
   struct raf_value *value;
   struct raf_stmt *user;
   struct raf_use *next, *prev;
+  raf_loc loc; /* where the operand is written; line 0 when a pass made it */
 } raf_use;
 
 /* An SSA value: a function argument (def == NULL) or a statement result. */
@@ -172,7 +173,8 @@ const raf_attr_spec *raf_entity_attrs(raf_entity e, int *count);
 
 /* What a shape function sees: the statement (for attributes and callee),
  * its operand types, and room for the result types it must fill. On failure
- * it writes a message (without the op name) with raf_infer_fail. */
+ * it writes a message (without the op name) with raf_infer_fail, and may
+ * name what is at fault, where the error is then reported. */
 struct raf_infer {
   raf_module *m;
   const raf_stmt *stmt;
@@ -181,6 +183,8 @@ struct raf_infer {
   int nresults;
   raf_type **results;
   char message[512];
+  int fault_operand;      /* the operand at fault, or -1 */
+  const char *fault_attr; /* the attribute at fault, or NULL */
 };
 
 raf_status raf_infer_fail(raf_infer *in, const char *fmt, ...)

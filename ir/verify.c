@@ -53,6 +53,18 @@ static const char *type_str(const raf_type *t, char *buf, size_t n) {
   return buf;
 }
 
+/* The attribute of the two schemas that name most likely misspells. */
+static const char *closest_attr(const char *name, const raf_attr_spec *s1,
+                                int n1, const raf_attr_spec *s2, int n2) {
+  const char *names[64];
+  size_t n = 0;
+  for (int i = 0; i < n1 && n < 64; i++)
+    names[n++] = s1[i].name;
+  for (int i = 0; i < n2 && n < 64; i++)
+    names[n++] = s2[i].name;
+  return raf_suggest(name, strlen(name), names, n);
+}
+
 /* Checks attrs against a schema (and, for statements, the universal one). */
 static void check_attrs(verifier *v, const raf_attrs *attrs, raf_loc loc,
                         const char *what, const raf_attr_spec *s1, int n1,
@@ -67,7 +79,10 @@ static void check_attrs(verifier *v, const raf_attrs *attrs, raf_loc loc,
     if (!spec)
       spec = raf_spec_find(s2, n2, a->name);
     if (!spec) {
-      fail(v, at, "%s: unknown attribute '%s'", what, a->name);
+      const char *near = closest_attr(a->name, s1, n1, s2, n2);
+      fail(v, at, "%s: unknown attribute '%s'%s%s%s", what, a->name,
+           near ? "; did you mean '" : "", near ? near : "",
+           near ? "'?" : "");
       continue;
     }
     if (spec->kind != a->kind) {
@@ -179,18 +194,19 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
   bool operands_ok = true;
   for (int i = 0; i < s->noperands; i++) {
     raf_value *x = s->operands[i].value;
+    raf_loc at = s->operands[i].loc.line ? s->operands[i].loc : s->loc;
     if (!x) {
-      fail(v, s->loc, "%s: operand %d is missing", op->name, i);
+      fail(v, at, "%s: operand %d is missing", op->name, i);
       operands_ok = false;
     } else if (x->func != f) {
-      fail(v, s->loc, "%s: operand %%%s belongs to another function",
+      fail(v, at, "%s: operand %%%s belongs to another function",
            op->name, x->name);
       operands_ok = false;
     } else if (x->def ? (x->def->func != f || x->def->order < base ||
                          x->def->order >= s->order)
                       : (x->index < 0 || x->index >= f->nargs ||
                          f->args[x->index].value != x)) {
-      fail(v, s->loc, "%s: operand %%%s is used before its definition",
+      fail(v, at, "%s: operand %%%s is used before its definition",
            op->name, x->name);
       operands_ok = false;
     }

@@ -229,6 +229,7 @@ void raf_build_poison_stmt(raf_parser *p) {
 
 void raf_build_reset_stmt(raf_parser *p) {
   p->lhs.n = p->operands.n = p->types.n = p->attrs.n = 0;
+  p->operand_locs.n = 0;
   p->lit.n = 0;
   p->lit_depth = 0;
   p->has_stmt_loc = false;
@@ -267,6 +268,7 @@ void raf_build_operand(raf_parser *p, raf_span name) {
     return;
   raf_value *v = resolve_value(p, name);
   RAF_BUF_PUSH(&p->operands, v);
+  RAF_BUF_PUSH(&p->operand_locs, name.loc);
 }
 
 void raf_build_stmt_type(raf_parser *p, raf_type *t) {
@@ -295,6 +297,8 @@ static raf_stmt *finish_stmt(raf_parser *p, raf_opcode op, raf_loc loc,
     goto done;
   if (attrs)
     s->attrs = *attrs;
+  for (int i = 0; i < s->noperands && i < p->operand_locs.n; i++)
+    s->operands[i].loc = RAF_BUF_AT(&p->operand_locs, raf_loc, i);
   for (int i = 0; i < nres; i++) {
     raf_span name = RAF_BUF_AT(&p->lhs, raf_span, i);
     s->results[i]->func = p->func;
@@ -342,7 +346,16 @@ void raf_build_op(raf_parser *p, raf_span name, raf_loc loc,
   raf_opcode op;
   if (!raf_op_lookup(name.s, (size_t)name.len, &op) || op == RAF_OP_CONSTANT ||
       op == RAF_OP_CALL || op == RAF_OP_RETURN) {
-    raf_parse_error(p, name.loc, "unknown operator '%.*s'", name.len, name.s);
+    /* constant, call and return have syntax of their own: no suggestion. */
+    const char *names[RAF_OP_COUNT];
+    size_t n = 0;
+    for (int i = 0; i < RAF_OP_COUNT; i++)
+      if (i != RAF_OP_CONSTANT && i != RAF_OP_CALL && i != RAF_OP_RETURN)
+        names[n++] = raf_op_table[i].name;
+    const char *near = raf_suggest(name.s, (size_t)name.len, names, n);
+    raf_parse_error(p, name.loc, "unknown operator '%.*s'%s%s%s", name.len,
+                    name.s, near ? "; did you mean '" : "", near ? near : "",
+                    near ? "'?" : "");
     raf_build_poison_stmt(p);
     return;
   }

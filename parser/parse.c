@@ -70,7 +70,7 @@ static void infer_missing_types(raf_parser *p) {
 static void parser_free(raf_parser *p) {
   raf_buf *bufs[] = {&p->placeholders, &p->lhs,   &p->operands, &p->types,
                      &p->dims,         &p->nums,  &p->attrs,    &p->results,
-                     &p->lit,          &p->calls};
+                     &p->lit,          &p->calls, &p->operand_locs};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     free(bufs[i]->v);
   raf_strmap_free(&p->forward);

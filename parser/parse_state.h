@@ -42,6 +42,7 @@ typedef struct raf_parser {
 
   raf_buf lhs;      /* raf_span: result names of the statement */
   raf_buf operands; /* raf_value* */
+  raf_buf operand_locs; /* raf_loc of each operand, for diagnostics */
   raf_buf types;    /* raf_type* */
   raf_buf dims;     /* int64_t */
   raf_buf nums;     /* raf_span: numbers of a list attribute */
@@ -53,6 +54,20 @@ typedef struct raf_parser {
   int lit_depth, lit_rank, lit_error;
   int64_t lit_dims[RAF_MAX_RANK + 1];
   int64_t lit_count[RAF_MAX_RANK + 1];
+
+  /* For syntax errors in the project's words: the text of the last token
+   * read (the parser's lookahead when it finds an error), the kinds of the
+   * two tokens before it, and the brackets open on the line with what each
+   * opens ("the operand list"). */
+  const char *tok_text;
+  int tok_len;
+  int prev_tok, prev2_tok;
+  int nopen;
+  char open[16];
+  const char *open_what[16];
+  const char *closed_what; /* what the last closing bracket closed */
+  bool brackets_ended;     /* a newline was read: the next token clears */
+  raf_loc tok_end, prev_end; /* just after the last token, the one before */
 
   raf_buf calls;    /* raf_pending_call */
   int nfuncrefs;    /* @function attributes waiting to be resolved */

@@ -5,10 +5,17 @@
  * (unknown ops, redefinitions, bad literals). Recovery is per line: a bad
  * statement is skipped to its newline, a bad function header to the next
  * '}', so one run reports every independent error.
+ *
+ * Syntax errors are worded here (yyreport_syntax_error), not by Bison:
+ * what was expected, in words, and what was found instead; a bracket left
+ * open is named by what it opens ("expected ')' to close the operand
+ * list"), which the lexer records as it reads. LAC makes the expected
+ * tokens exact.
  */
 %define api.pure full
 %define api.prefix {raf_yy}
-%define parse.error detailed
+%define parse.error custom
+%define parse.lac full
 %locations
 %param {void *scanner}
 %parse-param {raf_parser *p}
@@ -40,6 +47,7 @@ static void raf_yyerror(RAF_YYLTYPE *l, void *scanner, raf_parser *p,
   raf_parse_error(p, raf_loc_of(p, l->first_line, l->first_column), "%s", msg);
 }
 #define LOC(l) raf_loc_of(p, (l).first_line, (l).first_column)
+
 }
 
 %token FUNC "'func'" RETURN "'return'" CALL "'call'" CONSTANT "'constant'"
@@ -239,3 +247,111 @@ lit_items:
   ;
 
 %%
+
+/* A token kind in words, as what is expected. */
+static const char *expected_name(yysymbol_kind_t k, bool op_context) {
+  switch (k) {
+  case YYSYMBOL_YYEOF: return "the end of the file";
+  case YYSYMBOL_NL: return "the end of the line";
+  case YYSYMBOL_VALUE: return "a value name";
+  case YYSYMBOL_GLOBAL: return "a function name";
+  case YYSYMBOL_INTEGER: return "an integer";
+  case YYSYMBOL_FLOAT: return "a float";
+  case YYSYMBOL_STRING: return "a string";
+  case YYSYMBOL_IDENT: return op_context ? "an operator" : "a name";
+  case YYSYMBOL_DTYPE: return "a type";
+  case YYSYMBOL_YYerror: return "an attribute value";
+  default: return yysymbol_name(k); /* 'func', '->', '(' ... */
+  }
+}
+
+/* Whether k is the character token c. */
+static bool is_char(yysymbol_kind_t k, char c) {
+  const char *name = yysymbol_name(k);
+  return name[0] == '\'' && name[1] == c && name[2] == '\'';
+}
+
+/* Appends to buf as snprintf does, never past its end. */
+static void add(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  if (*len >= size)
+    return;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + *len, size - *len, fmt, ap);
+  va_end(ap);
+  *len += k > 0 ? (size_t)k : 0;
+}
+
+static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner,
+                                 raf_parser *p) {
+  (void)scanner;
+  enum { MAX_LISTED = 5 };
+  yysymbol_kind_t exp[YYNTOKENS];
+  int n = yypcontext_expected_tokens(ctx, exp, YYNTOKENS);
+  /* Where any attribute value may stand, say so rather than list them. */
+  int values = 0;
+  for (int i = 0; i < n; i++)
+    values += exp[i] == YYSYMBOL_INTEGER || exp[i] == YYSYMBOL_STRING ||
+              exp[i] == YYSYMBOL_VALUE || exp[i] == YYSYMBOL_DTYPE;
+  if (values == 4) {
+    exp[0] = YYSYMBOL_YYerror; /* stands for "an attribute value" */
+    n = 1;
+  }
+  yysymbol_kind_t got = yypcontext_token(ctx);
+  const YYLTYPE *l = yypcontext_location(ctx);
+  char found[96], msg[512];
+  size_t len = 0;
+  bool at_end = got == YYSYMBOL_NL || got == YYSYMBOL_YYEOF;
+  if (at_end)
+    snprintf(found, sizeof found, "%s", expected_name(got, false));
+  else
+    snprintf(found, sizeof found, "'%.*s'",
+             p->tok_len < 64 ? p->tok_len : 64, p->tok_text);
+  /* The bracket the error is inside: a bracket just read opens nothing
+   * yet, and one just closed is what the error is in. */
+  int inner = p->nopen - 1;
+  if (is_char(got, '(') || is_char(got, '[') || is_char(got, '{'))
+    inner--;
+  const char *in = NULL;
+  char close = 0;
+  if (is_char(got, ')') || is_char(got, ']') || is_char(got, '}'))
+    in = p->closed_what;
+  else if (inner >= 0 && inner < (int)sizeof p->open) {
+    in = p->open_what[inner];
+    close = p->open[inner] == '(' ? ')' : p->open[inner] == '[' ? ']' : '}';
+  }
+  bool expects_close = false, op_context = false;
+  for (int i = 0; i < n && i < MAX_LISTED; i++) {
+    expects_close |= close && is_char(exp[i], close);
+    op_context |= exp[i] == YYSYMBOL_CALL;
+  }
+  /* 'func' and 'return' start lines: a bracket open before them was left
+   * open on an earlier line. */
+  bool line_ended = at_end || got == YYSYMBOL_FUNC || got == YYSYMBOL_RETURN;
+  if (n > 0 && n <= MAX_LISTED && expects_close && line_ended) {
+    add(msg, sizeof msg, &len, "expected '%c' to close %s", close, in);
+  } else if (n > 0 && n <= MAX_LISTED) {
+    add(msg, sizeof msg, &len, "expected ");
+    for (int i = 0; i < n; i++)
+      add(msg, sizeof msg, &len, "%s%s",
+          i == 0 ? "" : i == n - 1 ? " or " : ", ",
+          expected_name(exp[i], op_context));
+    if (in)
+      add(msg, sizeof msg, &len, " in %s", in);
+    add(msg, sizeof msg, &len, ", not %s", found);
+  } else {
+    add(msg, sizeof msg, &len, "unexpected %s", found);
+    if (in)
+      add(msg, sizeof msg, &len, " in %s", in);
+  }
+  /* A line that ended too soon is reported where it ended, not where the
+   * next token is (after the comments and lines that an open bracket lets
+   * a newline run into). */
+  raf_loc at = raf_loc_of(p, l->first_line, l->first_column);
+  if (line_ended && p->tok_end.line)
+    at = at_end ? p->tok_end : p->prev_end;
+  raf_parse_error(p, at, "%s", msg);
+  return 0;
+}

@@ -69,6 +69,24 @@ static bool list_has(const char *list, const char *name) {
   return false;
 }
 
+/* The registry entry of name, or NULL; then *near (when not NULL) gets the
+ * pass that name most likely misspells, or NULL. */
+static const pass_entry *lookup(const char *name, const char **near) {
+  const char *names[NPASSES];
+  for (size_t i = 0; i < NPASSES; i++) {
+    if (strcmp(registry[i].info.name, name) == 0)
+      return &registry[i];
+    names[i] = registry[i].info.name;
+  }
+  if (near)
+    *near = raf_suggest(name, strlen(name), names, NPASSES);
+  return NULL;
+}
+
+bool raf_pass_lookup(const char *name, const char **near) {
+  return lookup(name, near) != NULL;
+}
+
 /* ---- Options -------------------------------------------------------------- */
 
 static const raf_attr *find_opt(const raf_pass_args *a, const char *name,
@@ -161,6 +179,17 @@ static raf_status parse_option(raf_pipeline *p, const pass_entry *e,
   }
   char *val = raf_arena_strndup(&p->arena, vtext, vlen);
   const raf_attr_spec *spec = raf_spec_find(e->specs, e->nspecs, key);
+  const char *names[32];
+  int nnames = 0;
+  for (int i = 0; !spec && i < e->nspecs && nnames < 32; i++)
+    names[nnames++] = e->specs[i].name;
+  const char *near = spec ? NULL : raf_suggest(key, klen, names, (size_t)nnames);
+  if (near) {
+    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                    "pass '%s' has no option '%s'; did you mean '%s'?",
+                    e->info.name, key, near);
+    return RAF_ERROR;
+  }
   if (!spec) {
     char known[256] = "";
     size_t n = 0;
@@ -214,13 +243,15 @@ static raf_status parse_option(raf_pipeline *p, const pass_entry *e,
 
 raf_status raf_pipeline_add(raf_pipeline *p, const char *name,
                             const char *options) {
-  const pass_entry *e = NULL;
-  for (size_t i = 0; i < NPASSES; i++)
-    if (strcmp(registry[i].info.name, name) == 0)
-      e = &registry[i];
+  const char *near;
+  const pass_entry *e = lookup(name, &near);
   if (!e) {
-    raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
-                    "unknown pass '%s' (see --list-passes)", name);
+    if (near)
+      raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                      "unknown pass '%s'; did you mean '%s'?", name, near);
+    else
+      raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+                      "unknown pass '%s' (see --list-passes)", name);
     return RAF_ERROR;
   }
   raf_attr opts[32];

@@ -71,11 +71,71 @@ static const char *flag_value(const char *arg, const char *name) {
 }
 
 static bool is_pass(const char *name, size_t len) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%.*s", (int)len, name);
+  return len < sizeof buf && raf_pass_lookup(buf, NULL);
+}
+
+/* The options of parse_args, without their dashes, for suggestions; the
+ * passes are options too. */
+static const char *const option_names[] = {
+    "help",          "version",          "list-passes",
+    "pass-pipeline", "verify-each",      "no-verify-each",
+    "time-passes",   "print-ir-before",  "print-ir-after",
+    "print-ir-after-all", "opt-bisect-limit", "dialects",
+    "split-input-file", "verify-diagnostics", "print-loc",
+    "stats",         "emit",             "cuda-arch",
+    "mcpu",          "codegen-opt"};
+
+/* Reports an unknown option a, with the option it most likely misspells. */
+static void unknown_option(const char *a) {
+  size_t nopts = sizeof option_names / sizeof option_names[0], npasses;
+  const raf_pass_info *passes = raf_pass_list(&npasses);
+  const char **names = malloc((nopts + npasses) * sizeof *names);
+  const char *word = a + strspn(a, "-"), *near = NULL;
+  if (names) {
+    memcpy(names, option_names, sizeof option_names);
+    for (size_t i = 0; i < npasses; i++)
+      names[nopts + i] = passes[i].name;
+    near = raf_suggest(word, strcspn(word, "="), names, nopts + npasses);
+  }
+  if (near)
+    fprintf(stderr, "raf-opt: unknown option '%s'; did you mean '--%s'?\n", a,
+            near);
+  else
+    fprintf(stderr, "raf-opt: unknown option '%s' (see --help)\n", a);
+  free(names);
+}
+
+/* --print-ir-before and --print-ir-after name a registered pass. */
+static bool check_pass_flag(const char *flag, const char *name) {
+  const char *near;
+  if (raf_pass_lookup(name, &near))
+    return true;
+  if (near)
+    fprintf(stderr, "raf-opt: %s: unknown pass '%s'; did you mean '%s'?\n",
+            flag, name, near);
+  else
+    fprintf(stderr, "raf-opt: %s: unknown pass '%s' (see --list-passes)\n",
+            flag, name);
+  return false;
+}
+
+/* --cuda-arch names an architecture the NVPTX backend knows. */
+static bool check_cuda_arch(const char *arch) {
   size_t n;
-  const raf_pass_info *passes = raf_pass_list(&n);
+  const char *const *archs = raf_cg_cuda_archs(&n);
   for (size_t i = 0; i < n; i++)
-    if (strlen(passes[i].name) == len && memcmp(passes[i].name, name, len) == 0)
+    if (strcmp(archs[i], arch) == 0)
       return true;
+  const char *near = raf_suggest(arch, strlen(arch), archs, n);
+  fprintf(stderr, "raf-opt: unknown --cuda-arch=%s", arch);
+  if (near)
+    fprintf(stderr, "; did you mean '%s'?", near);
+  fprintf(stderr, " (known:");
+  for (size_t i = 0; i < n; i++)
+    fprintf(stderr, " %s", archs[i]);
+  fprintf(stderr, ")\n");
   return false;
 }
 
@@ -115,8 +175,12 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
     } else if (strcmp(a, "--time-passes") == 0) {
       o->pipe.time_passes = true;
     } else if ((v = flag_value(a, "--print-ir-before"))) {
+      if (!check_pass_flag("--print-ir-before", v))
+        return 2;
       o->pipe.print_before = v;
     } else if ((v = flag_value(a, "--print-ir-after"))) {
+      if (!check_pass_flag("--print-ir-after", v))
+        return 2;
       o->pipe.print_after = v;
     } else if (strcmp(a, "--print-ir-after-all") == 0) {
       o->pipe.print_after_all = true;
@@ -157,6 +221,8 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
         return 2;
       }
     } else if ((v = flag_value(a, "--cuda-arch"))) {
+      if (!check_cuda_arch(v))
+        return 2;
       o->cuda_arch = v;
     } else if ((v = flag_value(a, "--mcpu"))) {
       o->mcpu = v;
@@ -175,7 +241,7 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
       if (raf_pipeline_add(pl, name, opts) != RAF_OK)
         return 2;
     } else if (a[0] == '-' && a[1] != 0) {
-      fprintf(stderr, "raf-opt: unknown option '%s' (see --help)\n", a);
+      unknown_option(a);
       return 2;
     } else if (o->input) {
       fprintf(stderr, "raf-opt: more than one input file ('%s', '%s')\n",

@@ -167,6 +167,25 @@ static const char *default_dialects(char *buf, size_t size) {
   return buf;
 }
 
+/* Reports an unknown option a, with the option of parse_args it most
+ * likely misspells. */
+static void unknown_option(const char *a) {
+  static const char *const names[] = {
+      "help", "version", "function", "input", "dataset", "output",
+      "expected-output", "atol", "rtol", "steps", "seed", "threads", "log",
+      "save", "load", "dialects", "check-numerics", "print-memory",
+      "profile", "print-jit-stats", "gradcheck", "grad-tol", "grad-eps",
+      "grad-samples"};
+  const char *word = a + strspn(a, "-");
+  const char *near = raf_suggest(word, strcspn(word, "="), names,
+                                 sizeof names / sizeof names[0]);
+  if (near)
+    fprintf(stderr, "raf-run: unknown option '%s'; did you mean '--%s'?\n", a,
+            near);
+  else
+    fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
+}
+
 static int parse_args(int argc, char **argv, options *o) {
   o->tol = (rr_tolerance){-1, -1};
   o->steps = 1;
@@ -279,7 +298,7 @@ static int parse_args(int argc, char **argv, options *o) {
         return 1;
       o->grad.samples = (long)d;
     } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
+      unknown_option(a);
       return 1;
     } else if (o->input_file) {
       fprintf(stderr, "raf-run: more than one input file ('%s', '%s')\n",

@@ -68,6 +68,15 @@ void raf_diag_report(raf_ctx *ctx, raf_loc loc, raf_severity sev,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The name among names[0..n) that word (len characters, not necessarily
+ * NUL-terminated) most likely misspells: the closest by edit distance (an
+ * adjacent swap counting as one edit) when at most a third of word's
+ * characters, and at least one, are wrong; else NULL. Ties go to the
+ * earlier name. The result is one of names. Every "did you mean" of raf
+ * comes from here. */
+const char *raf_suggest(const char *word, size_t len,
+                        const char *const *names, size_t n);
+
 /* Reads the rest of f into a new buffer, which the caller frees; *len gets
  * its size. Returns NULL on a read error or when out of memory. */
 char *raf_read_stream(FILE *f, size_t *len);
@@ -137,6 +146,10 @@ typedef struct raf_pass_info {
 
 /* The registered passes, in registry order; *count receives their number. */
 const raf_pass_info *raf_pass_list(size_t *count);
+/* Whether name is a registered pass. When it is not and near is not NULL,
+ * *near receives the pass that name most likely misspells (static
+ * storage), or NULL. */
+bool raf_pass_lookup(const char *name, const char **near);
 
 typedef struct raf_pipeline raf_pipeline;
 
