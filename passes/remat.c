@@ -278,7 +278,8 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
     target = 0;
     st = try_target(o, m, f, &G, target, &a);
     if (st == RAF_OK) {
-      least = a.after;
+      /* No remat at all may be lower still: then it is the least. */
+      least = a.after < before ? a.after : before;
       done = a.after <= budget;
       if (done) {
         best = a;

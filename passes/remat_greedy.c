@@ -440,8 +440,9 @@ static int64_t prune(solver *S, int64_t budget, int64_t peak) {
   raf_remat_step *order = malloc(sizeof *order * (size_t)(S->nsteps + 1));
   if (!order)
     return -1;
-  memcpy(order, S->steps, sizeof *order * (size_t)S->nsteps);
   int n = S->nsteps;
+  if (n)
+    memcpy(order, S->steps, sizeof *order * (size_t)n);
   /* qsort_r is not C11: a stable insertion sort by FLOPs, descending. */
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && by_flops(&order[j - 1], &order[j],
@@ -483,7 +484,8 @@ static bool look_ahead(solver *S, const candidate *cand, int ncand,
     *oom = true;
     return false;
   }
-  memcpy(keep, S->steps, sizeof *keep * (size_t)n);
+  if (n)
+    memcpy(keep, S->steps, sizeof *keep * (size_t)n);
   bool found = false;
   for (int k = 0; k < ncand && k < LOOK_TRIES && !found && !*oom; k++) {
     if (!add_steps(S, &cand[k])) {
@@ -494,7 +496,8 @@ static bool look_ahead(solver *S, const candidate *cand, int ncand,
     *oom = p < 0;
     found = p >= 0 && p < peak;
     if (!found) {
-      memcpy(S->steps, keep, sizeof *keep * (size_t)n);
+      if (n)
+        memcpy(S->steps, keep, sizeof *keep * (size_t)n);
       S->nsteps = n;
     }
   }
