@@ -534,9 +534,9 @@ print(f"{pre} largest batch >= 2x: {best / base_b:.2f}x (B={best}{cap})")
 if tps0 and tps1:
     print(f"{pre} its tokens/s >= 95% of B={base_b}'s without remat: "
           f"{100 * tps1 / tps0:.0f}%")
-elif tps0 and best == base_b:
+elif best == base_b:
     print(f"{pre} its tokens/s >= 95% of B={base_b}'s without remat: "
-          f"100% (B={base_b} itself)")
+          f"n/a (no larger batch fits)")
 else:
     print(f"{pre} its tokens/s >= 95% of B={base_b}'s without remat: "
           f"raf-run failed")
