@@ -52,10 +52,13 @@
 #    attention:
 #      L * (2*BT*(3C^2 + C^2 + 4C^2 + 4C^2)  +  2 * 2*B*H*T*T*D)
 #        = L * (24*BT*C^2 + 4*B*T^2*C)                (C = H*D, BT = B*T)
-#    (the layer norms, softmax and gelu are left out, which favours
-#    checkpointing: raf's figure counts every op). Its peak is estimated
-#    for raf's own plan rather than taken from PyTorch's RSS, which holds
-#    another program's buffers and the allocator's caches: without remat,
+#    and, as the figure compared, by raf's cost model (ir/cost.c, the one
+#    the pass's FLOPs come from, which also counts the layer norms, softmax
+#    and gelu): L times the growth of @gpt2's cost (raf-opt --stats) from a
+#    model of L-1 blocks to one of L.
+#    Its peak is estimated for raf's own plan rather than taken from
+#    PyTorch's RSS, which holds another program's buffers and the
+#    allocator's caches: without remat,
 #    the peak (at the start of the backward pass) holds every block's
 #    saved activations, S bytes each; with checkpointing it holds L block
 #    inputs (X = BT*C*4 bytes each) and one block's full activations, the
@@ -66,9 +69,8 @@
 #    compiled with remat{budget=peak_ckpt} and run as the sweep's last row.
 #    Printed: peak_ckpt, PyTorch's measured RSS saving from checkpointing
 #    beside raf's estimated saving (L-1)*(S-X), and both sides' recomputed
-#    FLOPs in GFLOP and as shares of the step's model FLOPs (PaLM's
-#    6*N*BT + 12*L*T*C*BT, as train_step.sh's MFU; the note's own share,
-#    of raf's cost model of the whole step, is in the row).
+#    FLOPs in GFLOP and as shares of the step's FLOPs by the same cost
+#    model (@gpt2_train_step's cost in raf-opt --stats).
 #
 # 3. Largest batch under a fixed budget: the planned peak without remat at
 #    B=BASE_B (SIZE's T). For B = BASE_B+1, BASE_B+2, ... up to MAX_B,
@@ -281,6 +283,8 @@ def opt_result(d, n):
         r["peak"], r["args"], r["arena"] = map(int, m.groups())
     m = re.search(r"^\s+([\d.]+) \(\s*[\d.]+%\)\s+remat$", text, re.M)
     r["remat_s"] = float(m.group(1)) if m else None
+    r["cost"] = {f: float(x) for f, x in
+                 re.findall(r"cost @(\S+): ([\d.e+-]+) FLOPs", text)}
     note = re.search(r"note: remat: @gpt2_train_step: (.*)", text)
     if note:
         r["note"] = note.group(1)
@@ -361,14 +365,30 @@ rows.append("ckpt")
 base_run = run_result(sw, none_row)
 base_step = base_run.get("step")
 
-# Model FLOPs of the step (train_step.sh's MFU), N the params less wpe.
-text = open(f"{sw}/gpt2.raf").read()
-total = int(re.search(r"; ([\d,]+) params", text).group(1).replace(",", ""))
-ctx = int(re.search(r"%wpe.weight: f32\[(\d+),", text).group(1))
-N, BT = total - ctx * C, B * T
-model_flops = 6 * N * BT + 12 * L * T * C * BT
-ckpt_flops = L * (24 * BT * C * C + 4 * B * T * T * C)
 block_s, block_x, peak_ckpt, Lm = map(int, open(f"{sw}/ckpt.est").read().split())
+# Checkpointing's recomputation: the forward of every block. By the matmuls
+# alone (the formula), and by raf's cost model (what the pass's figures
+# use): L times a block's forward, the growth of @gpt2's cost from Lm to L
+# blocks. The step's FLOPs: raf's cost model of @gpt2_train_step; without
+# --stats' cost lines, PaLM's model FLOPs (train_step.sh's MFU).
+BT = B * T
+formula_flops = L * (24 * BT * C * C + 4 * B * T * T * C)
+marg = opt_result(f"{tmp}/marg", "none")
+fwd_l, fwd_m = none["cost"].get("gpt2"), marg["cost"].get("gpt2")
+step_cost = none["cost"].get("gpt2_train_step")
+if fwd_l and fwd_m and step_cost:
+    ckpt_flops = L * abs(fwd_l - fwd_m) / abs(L - Lm)
+    step_flops = step_cost
+    step_what = "raf's cost model of @gpt2_train_step (raf-opt --stats)"
+else:
+    text = open(f"{sw}/gpt2.raf").read()
+    total = int(re.search(r"; ([\d,]+) params", text).group(1)
+                .replace(",", ""))
+    ctx = int(re.search(r"%wpe.weight: f32\[(\d+),", text).group(1))
+    N = total - ctx * C
+    ckpt_flops = formula_flops
+    step_flops = 6 * N * BT + 12 * L * T * C * BT
+    step_what = f"6*N*BT + 12*L*T*C*BT, N = {N:,} (no cost in --stats)"
 
 print(f"\n== budget sweep: B={B}, T={T}; peak without remat {mib(peak0)} MiB"
       f" (params, moments and batch {mib(none['args'])}, arena "
@@ -449,11 +469,12 @@ if "failed" not in te and "failed" not in tc:
     print(f"memory checkpointing saves: pytorch's measured peak RSS "
           f"{te['rss'] - tc['rss']:.0f} MiB; raf's estimate (L-1)*(S-X) "
           f"{(L - 1) * (block_s - block_x) / MiB:.0f} MiB")
-print(f"FLOPs of the step (6*N*BT + 12*L*T*C*BT, N = {N:,}): "
-      f"{model_flops / 1e9:.1f} G")
-print(f"checkpointing recomputes L*(24*BT*C^2 + 4*B*T^2*C) = "
-      f"{ckpt_flops / 1e9:.1f} GFLOP = {100 * ckpt_flops / model_flops:.1f}%"
-      f" of the step")
+print(f"FLOPs of the step: {step_flops / 1e9:.1f} G ({step_what})")
+print(f"checkpointing recomputes every block's forward: "
+      f"{ckpt_flops / 1e9:.1f} GFLOP = {100 * ckpt_flops / step_flops:.1f}%"
+      f" of the step (L * a block's forward by raf's cost model; the "
+      f"matmuls alone, L*(24*BT*C^2 + 4*B*T^2*C): "
+      f"{formula_flops / 1e9:.1f} GFLOP)")
 ck = results["ckpt"]
 pre = f"target: [{B}x{T}, {L} layers]"
 if ck["rc"]:
@@ -465,14 +486,14 @@ else:
     extra = ck.get("extra", 0.0)
     print(f"raf at remat{{budget={peak_ckpt}}}: peak {mib(ck['peak'])} MiB, "
           f"{ck.get('nvals', 0)} values recomputed, {extra / 1e9:.1f} GFLOP ="
-          f" {100 * extra / model_flops:.1f}% of the step (the note: "
-          f"{ck.get('pct', 0)}% of raf's cost model of the whole step)")
+          f" {100 * extra / step_flops:.1f}% of the step (the note: "
+          f"{ck.get('pct', 0)}%)")
     print(f"{pre} at per-block checkpointing's peak ({mib(peak_ckpt)} MiB), "
           f"raf recomputes fewer FLOPs than checkpointing (raf / ckpt < 1): "
           f"{extra / ckpt_flops:.2f} ({extra / 1e9:.1f} vs "
           f"{ckpt_flops / 1e9:.1f} GFLOP; "
-          f"{100 * extra / model_flops:.1f}% vs "
-          f"{100 * ckpt_flops / model_flops:.1f}% of the step)")
+          f"{100 * extra / step_flops:.1f}% vs "
+          f"{100 * ckpt_flops / step_flops:.1f}% of the step)")
 
 half = next((n for n in rows if n != "ckpt" and float(n[1:]) == 0.5), None)
 if half is None:
