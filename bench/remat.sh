@@ -34,9 +34,10 @@
 #    which must equal it); peak RSS (/usr/bin/time %M); step_ms, the whole
 #    period of a step (bench/steptime.c, as bench/train_step.sh), median
 #    of all rounds' steps after the warm-up, and its range; vs_none, the
-#    step over the step without remat; the values the pass recomputes and
-#    its extra FLOPs as a share of the step (the pass's note: its cost
-#    model, ir/cost.c); raf-opt's wall time for the whole pipeline (median
+#    step over the step without remat, of the medians and (min) of the
+#    fastest steps (on a loaded machine the least disturbed); the values
+#    the pass recomputes and its extra FLOPs as a share of the step (the
+#    pass's note: its cost model, ir/cost.c); raf-opt's wall time for the whole pipeline (median
 #    of 3, without --stats) and the remat pass's (--time-passes). A budget
 #    the pass cannot meet is a row "infeasible (least reachable: X)" or
 #    "infeasible (below the params and states alone: X)", the pass's own
@@ -76,7 +77,8 @@
 #    B=BASE_B (SIZE's T). For B = BASE_B+1, BASE_B+2, ... up to MAX_B,
 #    remat{budget=that peak} is compiled until the first B it cannot fit;
 #    each B's outcome is printed. The largest that fits is run with remat,
-#    B=BASE_B without, and their tokens/s (B*T / step_ms) compared.
+#    B=BASE_B without, and their tokens/s (B*T / step_ms) compared, of the
+#    median steps and of the fastest.
 #
 # Targets ("target:" lines; figures as ratios): at 50% of the peak the step
 # at most 1.10x the step without remat; at per-block checkpointing's peak,
@@ -201,7 +203,6 @@ arena_m=$(arena_of "$tmp/marg/none.opt")
   exit 1
 }
 block_s=$(((arena_l - arena_m) / (L - Lm)))
-block_s=${block_s#-}
 block_x=$((B * T * C * 4))
 peak_ckpt=$((peak_none - (L - 1) * (block_s - block_x)))
 echo "$block_s $block_x $peak_ckpt $Lm" > "$sw/ckpt.est"
@@ -238,11 +239,9 @@ best=$base_b
 : > "$tmp/search"
 for ((b = base_b + 1; b <= max_b; b++)); do
   echo "  compiling B=${b} under ${budget_b} bytes" >&2
-  rm -rf "$tmp/try"
-  model "$tmp/try" "$b" "$L"
-  compile "$tmp/try" fit "remat{budget=$budget_b},plan-memory"
+  model "$tmp/try.$b" "$b" "$L"
+  compile "$tmp/try.$b" fit "remat{budget=$budget_b},plan-memory"
   echo "$b $tmp/try.$b" >> "$tmp/search"
-  mv "$tmp/try" "$tmp/try.$b"
   [ "$(cat "$tmp/try.$b/fit.rc")" = 0 ] || break
   best=$b
 done
@@ -363,7 +362,14 @@ rows = sorted((os.path.basename(p)[:-3] for p in glob.glob(f"{sw}/r*.rc")),
               key=lambda n: -float(n[1:]))
 rows.append("ckpt")
 base_run = run_result(sw, none_row)
-base_step = base_run.get("step")
+base_step, base_lo = base_run.get("step"), base_run.get("lo")
+
+
+def vs_none(x):
+    """A step over the step without remat: medians, and fastest steps."""
+    if not base_step:
+        return "-", "-"
+    return f"{x['step'] / base_step:.2f}x", f"{x['lo'] / base_lo:.2f}x"
 
 block_s, block_x, peak_ckpt, Lm = map(int, open(f"{sw}/ckpt.est").read().split())
 # Checkpointing's recomputation: the forward of every block. By the matmuls
@@ -379,7 +385,7 @@ step_cost = none["cost"].get("gpt2_train_step")
 if fwd_l and fwd_m and step_cost:
     ckpt_flops = L * abs(fwd_l - fwd_m) / abs(L - Lm)
     step_flops = step_cost
-    step_what = "raf's cost model of @gpt2_train_step (raf-opt --stats)"
+    step_what = "raf's cost model: @gpt2_train_step's cost in --stats"
 else:
     text = open(f"{sw}/gpt2.raf").read()
     total = int(re.search(r"; ([\d,]+) params", text).group(1)
@@ -394,7 +400,8 @@ print(f"\n== budget sweep: B={B}, T={T}; peak without remat {mib(peak0)} MiB"
       f" (params, moments and batch {mib(none['args'])}, arena "
       f"{mib(none['arena'])})")
 print(f"{'budget':<16} {'static':>7} {'measured':>8} {'rss':>6} "
-      f"{'step_ms':>8} {'(range)':>13} {'vs_none':>7} {'recomp':>6} "
+      f"{'step_ms':>8} {'(range)':>13} {'vs_none':>7} {'(min)':>6} "
+      f"{'recomp':>6} "
       f"{'FLOPs+':>7} {'opt_s':>6} {'remat_s':>7}")
 print(f"{'':<16} {'MiB':>7} {'MiB':>8} {'MiB':>6}")
 losses, results = {}, {}
@@ -418,14 +425,15 @@ for n in (["none"] if none_row == "none" else []) + rows:
         continue
     losses[n] = x["loss1"]
     meas = mib(x["mpeak"]) if x["mpeak"] is not None else "-"
-    vs = f"{x['step'] / base_step:.2f}x" if base_step else "-"
+    vs, vs_lo = vs_none(x)
     nv = str(o.get("nvals", 0))
     pct = f"{o['pct']:.1f}%" if "pct" in o else "0%"
     ot = f"{o['opt_s']:.2f}" if "opt_s" in o else "-"
     rt = f"{o['remat_s']:.3f}" if o.get("remat_s") is not None else "-"
     rng = f"({x['lo']:.0f}-{x['hi']:.0f})"
     print(f"{label:<16} {mib(o['peak']):>7} {meas:>8} {x['rss']:6.0f} "
-          f"{x['step']:8.0f} {rng:>13} {vs:>7} {nv:>6} {pct:>7} {ot:>6} "
+          f"{x['step']:8.0f} {rng:>13} {vs:>7} {vs_lo:>6} {nv:>6} {pct:>7} "
+          f"{ot:>6} "
           f"{rt:>7}")
 torch = {}
 for n, label in (("torch", "pytorch eager"),
@@ -435,12 +443,13 @@ for n, label in (("torch", "pytorch eager"),
     if "failed" in x:
         print(f"{label:<16} FAILED: {x['failed']}")
         continue
-    vs = f"{x['step'] / base_step:.2f}x" if base_step else "-"
+    vs, vs_lo = vs_none(x)
     rng = f"({x['lo']:.0f}-{x['hi']:.0f})"
     print(f"{label:<16} {'-':>7} {'-':>8} {x['rss']:6.0f} {x['step']:8.0f} "
-          f"{rng:>13} {vs:>7}")
+          f"{rng:>13} {vs:>7} {vs_lo:>6}")
 print("(static: raf-opt --stats' planned peak; measured: raf-run "
-      "--print-memory; vs_none: step over raf's without remat; recomp, "
+      "--print-memory; vs_none: step over raf's without remat, medians and"
+      " (min) fastest steps; recomp, "
       "FLOPs+: the pass's note)")
 for n, o in results.items():
     if "note" in o:
@@ -507,7 +516,8 @@ elif "failed" in results[half]["run"] or not base_step:
           f"raf-run failed")
 else:
     print(f"{pre} step at 50% of the peak <= 1.10x without remat: "
-          f"{results[half]['run']['step'] / base_step:.2f}x")
+          f"{vs_none(results[half]['run'])[0]} (fastest steps: "
+          f"{vs_none(results[half]['run'])[1]})")
 times = [(o["opt_s"], n) for n, o in results.items() if "opt_s" in o]
 if times:
     worst = max(times)
@@ -554,7 +564,8 @@ cap = f", MAX_B={max_b} reached" if best == max_b else ""
 print(f"{pre} largest batch >= 2x: {best / base_b:.2f}x (B={best}{cap})")
 if tps0 and tps1:
     print(f"{pre} its tokens/s >= 95% of B={base_b}'s without remat: "
-          f"{100 * tps1 / tps0:.0f}%")
+          f"{100 * tps1 / tps0:.0f}% (fastest steps: "
+          f"{100 * best * x0['lo'] / (base_b * x1['lo']):.0f}%)")
 elif best == base_b:
     print(f"{pre} its tokens/s >= 95% of B={base_b}'s without remat: "
           f"n/a (no larger batch fits)")
