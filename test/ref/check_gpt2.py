@@ -53,27 +53,39 @@ def params_of(text, rng):
     return out
 
 
-def loss_fn(p, x, y):
-    """GPT-2's forward pass and mean cross-entropy, in torch."""
-    L, H, C = CFG["layers"], CFG["heads"], CFG["embd"]
-    B, T = x.shape
+def block(p, l, h, mask):
+    """Transformer block l of GPT-2 on the residual stream h, in torch."""
+    C, H = CFG["embd"], CFG["heads"]
+    B, T, _ = h.shape
     hd = C // H
+    q = lambda n: p[f"h.{l}.{n}"]  # noqa: E731
+    a = F.layer_norm(h, (C,), q("ln_1.weight"), q("ln_1.bias"), eps=1e-5)
+    qkv = a @ q("attn.c_attn.weight") + q("attn.c_attn.bias")
+    qq, kk, vv = (t.view(B, T, H, hd).transpose(1, 2)
+                  for t in qkv.split(C, dim=2))
+    att = (qq @ kk.transpose(-2, -1)) / math.sqrt(hd)
+    att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    o = (att @ vv).transpose(1, 2).reshape(B, T, C)
+    h = h + o @ q("attn.c_proj.weight") + q("attn.c_proj.bias")
+    m = F.layer_norm(h, (C,), q("ln_2.weight"), q("ln_2.bias"), eps=1e-5)
+    m = F.gelu(m @ q("mlp.c_fc.weight") + q("mlp.c_fc.bias"),
+               approximate="tanh")
+    return h + m @ q("mlp.c_proj.weight") + q("mlp.c_proj.bias")
+
+
+def loss_fn(p, x, y, run_block=None):
+    """GPT-2's forward pass and mean cross-entropy, in torch.
+
+    run_block(block, p, l, h, mask) runs each block (default: calls it);
+    bench/gpt2_torch.py passes torch.utils.checkpoint's to recompute the
+    blocks in the backward pass."""
+    L, C = CFG["layers"], CFG["embd"]
+    B, T = x.shape
     h = p["wte.weight"][x] + p["wpe.weight"][:T]
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     for l in range(L):
-        q = lambda n: p[f"h.{l}.{n}"]  # noqa: E731
-        a = F.layer_norm(h, (C,), q("ln_1.weight"), q("ln_1.bias"), eps=1e-5)
-        qkv = a @ q("attn.c_attn.weight") + q("attn.c_attn.bias")
-        qq, kk, vv = (t.view(B, T, H, hd).transpose(1, 2)
-                      for t in qkv.split(C, dim=2))
-        att = (qq @ kk.transpose(-2, -1)) / math.sqrt(hd)
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        o = (att @ vv).transpose(1, 2).reshape(B, T, C)
-        h = h + o @ q("attn.c_proj.weight") + q("attn.c_proj.bias")
-        m = F.layer_norm(h, (C,), q("ln_2.weight"), q("ln_2.bias"), eps=1e-5)
-        m = F.gelu(m @ q("mlp.c_fc.weight") + q("mlp.c_fc.bias"),
-                   approximate="tanh")
-        h = h + m @ q("mlp.c_proj.weight") + q("mlp.c_proj.bias")
+        h = (run_block(block, p, l, h, mask) if run_block
+             else block(p, l, h, mask))
     h = F.layer_norm(h, (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)
     logits = h @ p["wte.weight"].t()
     return F.cross_entropy(logits.reshape(B * T, -1), y.reshape(B * T))
