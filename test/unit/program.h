@@ -51,12 +51,10 @@ typedef struct program {
   raf_exec *ex;
 } program;
 
-/* Parses and verifies text, runs `pipeline` (raf-opt -p syntax; it must
- * dispatch the module) and verifies it again, and makes an executor with
- * `threads` threads. On failure reports, prints the text and returns
- * false (close p anyway). */
-static inline bool program_open_pipeline(program *p, const char *text,
-                                         const char *pipeline, int threads) {
+/* program_open_pipeline, silent: on failure the diagnostics stay in p->ctx
+ * (close p anyway). */
+static inline bool program_try_open(program *p, const char *text,
+                                    const char *pipeline, int threads) {
   memset(p, 0, sizeof *p);
   p->ctx = raf_ctx_create();
   p->m = raf_parse_module(p->ctx, "prop.raf", text, strlen(text), 1);
@@ -75,6 +73,16 @@ static inline bool program_open_pipeline(program *p, const char *text,
     p->ex = raf_exec_create(p->ctx, p->m, &eo);
     ok = p->ex != NULL;
   }
+  return ok;
+}
+
+/* Parses and verifies text, runs `pipeline` (raf-opt -p syntax; it must
+ * dispatch the module) and verifies it again, and makes an executor with
+ * `threads` threads. On failure reports, prints the text and returns
+ * false (close p anyway). */
+static inline bool program_open_pipeline(program *p, const char *text,
+                                         const char *pipeline, int threads) {
+  bool ok = program_try_open(p, text, pipeline, threads);
   if (!ok) {
     raf_diag_render(p->ctx, stderr);
     fprintf(stderr, "in (%s):\n%s", pipeline, text);

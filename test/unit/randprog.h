@@ -108,6 +108,20 @@ static inline int cast_round_trip(gen *g, int a) {
   return r;
 }
 
+/* %v<p> = gt(a, b), %v<r> = where(p, a, b), b replaced by a when the two do
+ * not broadcast: appended, r returned. */
+static inline int compare_where(gen *g, int a, int b) {
+  val out;
+  if (!bcast(&g->v[a], &g->v[b], &out))
+    b = a, out = g->v[a];
+  int p = new_val(g, out.rank, out.d[0], out.d[1]);
+  g->v[p].kind = K_BOOL;
+  emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
+  int r = new_val(g, out.rank, out.d[0], out.d[1]);
+  emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
+  return r;
+}
+
 /* Makes g->buf the function `func @f(ARGS) -> (LEAD..., res's types) {`,
  * the statements, `return LEAD_RETURNS..., res's values`: args is the
  * argument list, lead_results and lead_returns the text before the res

@@ -56,18 +56,9 @@ static inline void step_statement(gen *g) {
     emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, c, a);
     return;
   }
-  case 7: {
-    int b = step_pick(g);
-    val out;
-    if (!bcast(va, &g->v[b], &out))
-      b = a, out = *va;
-    int p = new_val(g, out.rank, out.d[0], out.d[1]);
-    g->v[p].kind = K_BOOL;
-    emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
-    r = new_val(g, out.rank, out.d[0], out.d[1]);
-    emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
+  case 7:
+    compare_where(g, a, step_pick(g));
     return;
-  }
   case 8:
     if (va->rank == 2) {
       r = new_val(g, 1, va->d[1], 0);

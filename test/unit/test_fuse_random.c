@@ -76,18 +76,9 @@ static void statement(gen *g) {
     emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", r, a, c);
     return;
   }
-  case 8: { /* compare and where */
-    int b = pick(g, true);
-    val out;
-    if (!bcast(va, &g->v[b], &out))
-      b = a, out = *va;
-    int p = new_val(g, out.rank, out.d[0], out.d[1]);
-    g->v[p].kind = K_BOOL;
-    emit(g, "  %%v%d = gt(%%v%d, %%v%d)\n", p, a, b);
-    r = new_val(g, out.rank, out.d[0], out.d[1]);
-    emit(g, "  %%v%d = where(%%v%d, %%v%d, %%v%d)\n", r, p, a, b);
+  case 8: /* compare and where */
+    compare_where(g, a, pick(g, true));
     return;
-  }
   case 9: { /* a reduction */
     if (va->rank == 0)
       return;

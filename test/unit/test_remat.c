@@ -107,25 +107,8 @@ static bool open_quiet(program *p, const char *text, const char *passes,
   char pipeline[512];
   snprintf(pipeline, sizeof pipeline, "dispatch{dialects=cpu-ref},%s",
            passes);
-  memset(p, 0, sizeof *p);
   err[0] = 0;
-  p->ctx = raf_ctx_create();
-  p->m = raf_parse_module(p->ctx, "prop.raf", text, strlen(text), 1);
-  bool ok = p->m && raf_verify_module(p->ctx, p->m) == RAF_OK;
-  if (ok) {
-    raf_pipeline *pl = raf_pipeline_create(p->ctx);
-    raf_pipeline_options po;
-    raf_pipeline_options_init(&po);
-    ok = raf_pipeline_parse(pl, pipeline) == RAF_OK &&
-         raf_pipeline_run(pl, p->m, &po) == RAF_OK &&
-         raf_verify_module(p->ctx, p->m) == RAF_OK;
-    raf_pipeline_destroy(pl);
-  }
-  if (ok) {
-    raf_exec_options eo = {.threads = 1};
-    p->ex = raf_exec_create(p->ctx, p->m, &eo);
-    ok = p->ex != NULL;
-  }
+  bool ok = program_try_open(p, text, pipeline, 1);
   for (size_t i = 0; !ok && i < raf_diag_count(p->ctx); i++) {
     raf_loc loc;
     raf_severity sev;
