@@ -16,6 +16,7 @@
  * A causal mask is not discounted: the kernels compute the full products.
  */
 #include "ir/cost.h"
+#include "ir/memplan.h"
 
 static double numel(const raf_value *v) { return (double)v->type->numel; }
 
@@ -57,11 +58,9 @@ static double attention_flops(const raf_stmt *s, bool grad) {
 static double io_bytes(const raf_stmt *s) {
   double b = 0;
   for (int i = 0; i < s->noperands; i++)
-    b += (double)raf_dtype_size(s->operands[i].value->type->dtype) *
-         numel(s->operands[i].value);
+    b += (double)raf_mem_bytes(s->operands[i].value->type);
   for (int r = 0; r < s->nresults; r++)
-    b += (double)raf_dtype_size(s->results[r]->type->dtype) *
-         numel(s->results[r]);
+    b += (double)raf_mem_bytes(s->results[r]->type);
   return b;
 }
 

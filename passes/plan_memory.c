@@ -209,11 +209,13 @@ static raf_attr ints_attr(const char *name, const int64_t *v, int n) {
   return a;
 }
 
+/* The plan's attributes, on functions, results and statements. */
+static const char *const fattrs[] = {"arena"}, *const rattrs[] = {"donated"},
+                         *const sattrs[] = {"offsets", "inplace"};
+
 static raf_status write_plan(raf_module *m, raf_mem_plan *p,
                              const buffer *bufs, const int *buf_of,
                              int64_t arena) {
-  static const char *const fattrs[] = {"arena"}, *const rattrs[] = {"donated"},
-                           *const sattrs[] = {"offsets", "inplace"};
   raf_func *f = p->f;
   int n;
   raf_attr *v = without(m, &f->attrs, fattrs, 1, 1, &n);
@@ -259,8 +261,6 @@ static raf_status write_plan(raf_module *m, raf_mem_plan *p,
 }
 
 void raf_plan_memory_clear(raf_module *m, raf_func *f) {
-  static const char *const fattrs[] = {"arena"}, *const rattrs[] = {"donated"},
-                           *const sattrs[] = {"offsets", "inplace"};
   int n;
   raf_attr *v = without(m, &f->attrs, fattrs, 1, 0, &n);
   if (v)

@@ -33,8 +33,9 @@
  * neither {fused} nor called); time-limit=S
  * (the ILP's).
  *
- * Requires: a verified module whose functions are not planned (run it
- * after fuse, before plan-memory). cse leaves {remat} statements alone.
+ * Requires: a verified module whose functions are not planned: after fuse,
+ * before plan-memory, which the pass manager holds it to (passes.def).
+ * cse leaves {remat} statements alone.
  */
 #include "ir/cost.h"
 #include "ir/memplan.h"
@@ -129,21 +130,12 @@ static int64_t solve(const options *o, const raf_remat_fn *G, int64_t budget,
     raf_remat_schedule_free(&s);
     return -1;
   }
-  int n = G->g.n, k = 0;
   int64_t peak = INT64_MAX;
   if (feasible) {
-    for (size_t x = 0; x < (size_t)n * (size_t)n; x++)
-      k += s.r[x] != 0;
-    *steps = malloc(sizeof **steps * (size_t)(k + 1));
-    if (*steps) {
-      for (int t = 0; t < n; t++)
-        for (int i = 0; i < t; i++)
-          if (s.r[(size_t)t * (size_t)n + (size_t)i])
-            (*steps)[(*nsteps)++] = (raf_remat_step){t, i, -1};
-      peak = raf_remat_model_peak_steps(&G->g, *steps, *nsteps, NULL, NULL);
-    } else {
-      peak = -1;
-    }
+    peak = raf_remat_schedule_steps(&s, steps, nsteps) == RAF_OK
+               ? raf_remat_model_peak_steps(&G->g, *steps, *nsteps, NULL,
+                                            NULL)
+               : -1;
   } else if (timed_out) {
     raf_diag_report(o->ctx, f->loc, RAF_SEV_WARNING,
                     "remat: @%s: the exact solver found no schedule in "
@@ -207,12 +199,6 @@ static raf_status try_target(const options *o, raf_module *m, raf_func *f,
 }
 
 static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
-  if (raf_attrs_find(&f->attrs, "arena")) {
-    raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
-                    "remat: @%s is planned: run remat before plan-memory",
-                    f->name);
-    return RAF_ERROR;
-  }
   raf_remat_fn G;
   if (raf_remat_graph_build(f, &G) != RAF_OK)
     return RAF_ERROR;
@@ -339,26 +325,6 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
   return st;
 }
 
-/* Plans every function that has no plan, so that a call's figures in
- * raf_mem_stats_of are its callee's plan, as after plan-memory; marks them
- * in planned[] for unplan. */
-static raf_status plan_all(raf_module *m, bool *planned, int nfuncs) {
-  int i = 0;
-  for (raf_func *f = m->first; f && i < nfuncs; f = f->next, i++) {
-    planned[i] = !raf_attrs_find(&f->attrs, "arena");
-    if (planned[i] && raf_plan_memory_func(m, f, true, true) != RAF_OK)
-      return RAF_ERROR;
-  }
-  return RAF_OK;
-}
-
-static void unplan(raf_module *m, const bool *planned, int nfuncs) {
-  int i = 0;
-  for (raf_func *f = m->first; f && i < nfuncs; f = f->next, i++)
-    if (planned[i])
-      raf_plan_memory_clear(m, f);
-}
-
 /* A training step: a function with an {updates} result that no call names. */
 static bool is_step(const raf_func *f) {
   for (int q = 0; q < f->nresults; q++)
@@ -399,7 +365,6 @@ raf_status raf_pass_remat(raf_module *m, const raf_pass_args *args) {
   for (raf_func *f = m->first; f; f = f->next)
     nfuncs++;
   raf_func **targets = calloc((size_t)nfuncs + 1, sizeof *targets);
-  bool *planned = calloc((size_t)nfuncs + 1, sizeof *planned);
   /* By default the training steps; else every entry. */
   int ntargets = 0;
   bool steps_only = false;
@@ -411,24 +376,20 @@ raf_status raf_pass_remat(raf_module *m, const raf_pass_args *args) {
                           : !raf_attrs_find(&f->attrs, "fused") &&
                                 !raf_mem_is_called(f))
       targets[ntargets++] = f;
-  raf_status st = targets && planned ? RAF_OK : RAF_ERROR;
-  for (int i = 0; st == RAF_OK && i < ntargets; i++)
-    if (raf_attrs_find(&targets[i]->attrs, "arena")) {
-      raf_diag_report(args->ctx, targets[i]->loc, RAF_SEV_ERROR,
-                      "remat: @%s is planned: run remat before plan-memory",
-                      targets[i]->name);
-      st = RAF_ERROR;
-    }
-  if (st == RAF_OK)
-    st = plan_all(m, planned, nfuncs);
+  raf_status st = targets ? RAF_OK : RAF_ERROR;
+  /* Every function planned, so that a call's figures in raf_mem_stats_of
+   * are its callee's plan, as after plan-memory; the targets are planned
+   * again for each schedule tried, and every plan goes at the end (the
+   * manager has made sure there was none before: passes.def). */
+  for (raf_func *f = m->first; st == RAF_OK && f; f = f->next)
+    st = raf_plan_memory_func(m, f, true, true);
   for (int i = 0; st == RAF_OK && i < ntargets; i++) {
     raf_plan_memory_clear(m, targets[i]);
     if (remat_func(&o, m, targets[i]) != RAF_OK)
       st = RAF_ERROR;
   }
-  if (planned)
-    unplan(m, planned, nfuncs);
+  for (raf_func *f = m->first; f; f = f->next)
+    raf_plan_memory_clear(m, f);
   free(targets);
-  free(planned);
   return st;
 }

@@ -113,6 +113,11 @@ typedef struct raf_remat_trace {
   int64_t *live;     /* per moment: the bytes live at it */
 } raf_remat_trace;
 
+/* s's recomputations as steps, in order, into *steps (malloc'd; the caller
+ * frees it); RAF_ERROR when out of memory. */
+raf_status raf_remat_schedule_steps(const raf_remat_schedule *s,
+                                   raf_remat_step **steps, int *nsteps);
+
 /* raf_remat_model_peak for a schedule in sparse form; fills *trace when it
  * is not NULL (free it with raf_remat_trace_free, also after an error). */
 int64_t raf_remat_model_peak_steps(const raf_remat_graph *g,

@@ -232,25 +232,31 @@ done:
   return peak;
 }
 
+raf_status raf_remat_schedule_steps(const raf_remat_schedule *s,
+                                   raf_remat_step **steps, int *nsteps) {
+  size_t n = (size_t)s->n;
+  int k = 0;
+  *nsteps = 0;
+  for (size_t x = 0; x < n * n; x++)
+    k += s->r[x] != 0;
+  *steps = malloc(sizeof **steps * (size_t)(k + 1));
+  if (!*steps)
+    return RAF_ERROR;
+  for (size_t t = 0; t < n; t++)
+    for (size_t i = 0; i < n; i++)
+      if (s->r[t * n + i])
+        (*steps)[(*nsteps)++] = (raf_remat_step){(int)t, (int)i, -1};
+  return RAF_OK;
+}
+
 int64_t raf_remat_model_peak(const raf_remat_graph *g,
                              const raf_remat_schedule *s,
                              double *extra_flops) {
-  int n = g->n, nsteps = 0;
-  for (int t = 0; t < n; t++)
-    for (int i = 0; i < n; i++)
-      if (s->r[(size_t)t * (size_t)n + (size_t)i]) {
-        if (i >= t)
-          return -1;
-        nsteps++;
-      }
-  raf_remat_step *steps = malloc(sizeof *steps * (size_t)(nsteps + 1));
-  if (!steps)
+  raf_remat_step *steps;
+  int nsteps;
+  if (raf_remat_schedule_steps(s, &steps, &nsteps) != RAF_OK)
     return -1;
-  int k = 0;
-  for (int t = 0; t < n; t++)
-    for (int i = 0; i < t; i++)
-      if (s->r[(size_t)t * (size_t)n + (size_t)i])
-        steps[k++] = (raf_remat_step){t, i, -1};
+  /* An R(t, i) with i >= t is not a step: model_peak_steps refuses it. */
   int64_t peak = raf_remat_model_peak_steps(g, steps, nsteps, extra_flops,
                                             NULL);
   free(steps);

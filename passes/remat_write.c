@@ -59,17 +59,13 @@ void raf_remat_graph_free(raf_remat_fn *G) {
   memset(G, 0, sizeof *G);
 }
 
+/* Calls of {fused} functions, and every op but the collectives: those
+ * communicate (the op table's: an op with a world_size attribute). */
 static bool may_recompute(const raf_stmt *s) {
-  switch (s->op) {
-  case RAF_OP_CALL:
+  const raf_op_info *o = &raf_op_table[s->op];
+  if (s->op == RAF_OP_CALL)
     return s->callee && raf_attrs_find(&s->callee->attrs, "fused");
-  case RAF_OP_ALL_REDUCE:
-  case RAF_OP_REDUCE_SCATTER:
-  case RAF_OP_ALL_GATHER:
-    return false;
-  default:
-    return true;
-  }
+  return !raf_spec_find(o->attrs, o->nattrs, "world_size");
 }
 
 /* ---- Slices of a fused callee -------------------------------------------- */
