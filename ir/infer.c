@@ -1020,8 +1020,8 @@ raf_status infer_mse_loss(raf_infer *in) {
 /* ---- Collectives --------------------------------------------------------- */
 
 /* all_reduce keeps the shape and ignores axis (so the default 0 also serves
- * scalars); reduce_scatter divides dim[axis] by world_size, all_gather
- * multiplies it. */
+ * scalars); reduce_scatter and all_slice divide dim[axis] by world_size,
+ * all_gather multiplies it. */
 raf_status infer_collective(raf_infer *in) {
   const raf_type *x = OPND(0);
   int64_t ws = attr_int(in, "world_size"), dims[RAF_MAX_RANK];
@@ -1038,7 +1038,8 @@ raf_status infer_collective(raf_infer *in) {
   if (normalize_axis(in, "axis", attr_int(in, "axis"), x->rank, &axis))
     return RAF_ERROR;
   memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
-  if (in->stmt->op == RAF_OP_REDUCE_SCATTER) {
+  if (in->stmt->op == RAF_OP_REDUCE_SCATTER ||
+      in->stmt->op == RAF_OP_ALL_SLICE) {
     if (dims[axis] % ws)
       return attr_fail(in, "world_size", true, "axis %d has size %lld, which "
                        "world_size = %lld does not divide", axis,

@@ -122,6 +122,41 @@ static void check_entity_attrs(verifier *v, const raf_attrs *attrs,
   check_attrs(v, attrs, loc, what, s, n, NULL, 0);
 }
 
+/* A `sharded = [dims]` argument holds one rank's part of the full tensor of
+ * those dims, flattened and zero-padded to a multiple of the function's
+ * `world`: a vector of ceil(numel / world) elements. */
+static void check_sharded_arg(verifier *v, const raf_func *f,
+                              const raf_arg *a, const char *what) {
+  const raf_attr *sh = raf_attrs_find(&a->attrs, "sharded");
+  if (!sh || sh->kind != RAF_ATTR_INTS)
+    return;
+  const raf_attr *world = raf_attrs_find(&f->attrs, "world");
+  if (!world || world->kind != RAF_ATTR_INT || world->val.u.i < 1) {
+    fail(v, sh->loc, "%s: sharded needs the function attribute world = N",
+         what);
+    return;
+  }
+  int64_t numel = 1;
+  for (int i = 0; i < sh->val.u.ints.n; i++) {
+    int64_t d = sh->val.u.ints.v[i];
+    if (d < 0 || (d && numel > INT64_MAX / d)) {
+      fail(v, sh->loc, "%s: bad sharded shape", what);
+      return;
+    }
+    numel *= d;
+  }
+  int64_t part = (numel + world->val.u.i - 1) / world->val.u.i;
+  const raf_type *t = a->value->type;
+  if (t->rank != 1 || t->dims[0] != part) {
+    char buf[128];
+    fail(v, sh->loc,
+         "%s: a part of %lld elements over world = %lld is %s[%lld], not %s",
+         what, (long long)numel, (long long)world->val.u.i,
+         raf_dtype_name(t->dtype), (long long)part,
+         type_str(t, buf, sizeof buf));
+  }
+}
+
 static void check_signature(verifier *v, raf_func *f) {
   char what[160];
   for (int i = 0; i < f->nargs; i++) {
@@ -136,6 +171,7 @@ static void check_signature(verifier *v, raf_func *f) {
            "%s: bad init \"%s\" (expected \"zeros\", \"ones\", "
            "\"normal(MEAN, STD)\" or \"uniform(LOW, HIGH)\")",
            what, init->val.u.s);
+    check_sharded_arg(v, f, a, what);
   }
   for (int i = 0; i < f->nresults; i++) {
     raf_result_sig *r = &f->results[i];

@@ -22,7 +22,7 @@
  * order, and the scalar reductions add in ascending index order on one
  * thread, so results do not depend on the thread count.
  *
- * all_reduce, reduce_scatter, all_gather: raf-run runs a single process, so
+ * all_reduce, reduce_scatter, all_gather, all_slice: in a single process
  * a world of one rank is all it can run; there every collective is the
  * identity (the sum or mean over one rank is x itself, and scattering or
  * gathering over one rank keeps the shape). A world_size above 1 is an

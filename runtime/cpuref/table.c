@@ -72,6 +72,7 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_ALL_REDUCE] = raf_cpuref_collective,
     [RAF_OP_REDUCE_SCATTER] = raf_cpuref_collective,
     [RAF_OP_ALL_GATHER] = raf_cpuref_collective,
+    [RAF_OP_ALL_SLICE] = raf_cpuref_collective,
     /* backward operators (grad.c) */
     [RAF_OP_GELU_GRAD] = raf_cpuref_gelu_grad,
     [RAF_OP_SOFTMAX_GRAD] = raf_cpuref_softmax_grad,
