@@ -287,6 +287,10 @@ void raf_stmt_set_attrs(raf_module *m, raf_stmt *s, const raf_attr *attrs,
  * used as it is (the attribute makers of passes/emit.h copy lists into the
  * arena). RAF_ERROR, with s unchanged, when memory runs out. */
 raf_status raf_stmt_set_attr(raf_module *m, raf_stmt *s, const raf_attr *a);
+/* The same for any attribute list (a function's, an argument's, a
+ * result's); a new attribute takes a's location, else loc. */
+raf_status raf_attrs_set(raf_module *m, raf_attrs *attrs, const raf_attr *a,
+                         raf_loc loc);
 /* raf_stmt_set_attr of the integer list `name = [v[0], ..., v[n-1]]`, the
  * list copied into m's arena. */
 raf_status raf_stmt_set_attr_ints(raf_module *m, raf_stmt *s, const char *name,

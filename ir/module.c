@@ -446,26 +446,28 @@ void raf_stmt_set_attrs(raf_module *m, raf_stmt *s, const raf_attr *attrs,
   s->attrs.n = s->attrs.v ? n : 0;
 }
 
-raf_status raf_stmt_set_attr(raf_module *m, raf_stmt *s, const raf_attr *a) {
-  int at = s->attrs.n;
-  for (int i = 0; i < s->attrs.n; i++)
-    if (strcmp(s->attrs.v[i].name, a->name) == 0)
+raf_status raf_attrs_set(raf_module *m, raf_attrs *attrs, const raf_attr *a,
+                         raf_loc loc) {
+  int at = attrs->n;
+  for (int i = 0; i < attrs->n; i++)
+    if (strcmp(attrs->v[i].name, a->name) == 0)
       at = i;
   /* A fresh array: another statement may share the old one (a copy made
    * with raf_emit of s's attributes, say). */
-  raf_attr *v = RAF_NEW_ARRAY(&m->arena, raf_attr, s->attrs.n + 1);
+  raf_attr *v = RAF_NEW_ARRAY(&m->arena, raf_attr, attrs->n + 1);
   if (!v)
     return RAF_ERROR;
-  if (s->attrs.n)
-    memcpy(v, s->attrs.v, sizeof *v * (size_t)s->attrs.n);
-  raf_loc loc = at < s->attrs.n ? s->attrs.v[at].loc
-                : a->loc.file    ? a->loc
-                                 : s->loc;
+  if (attrs->n)
+    memcpy(v, attrs->v, sizeof *v * (size_t)attrs->n);
   v[at] = *a;
-  v[at].loc = loc;
-  s->attrs.v = v;
-  s->attrs.n += at == s->attrs.n;
+  v[at].loc = at < attrs->n ? attrs->v[at].loc : a->loc.file ? a->loc : loc;
+  attrs->v = v;
+  attrs->n += at == attrs->n;
   return RAF_OK;
+}
+
+raf_status raf_stmt_set_attr(raf_module *m, raf_stmt *s, const raf_attr *a) {
+  return raf_attrs_set(m, &s->attrs, a, s->loc);
 }
 
 raf_status raf_stmt_set_attr_ints(raf_module *m, raf_stmt *s, const char *name,

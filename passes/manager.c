@@ -464,3 +464,20 @@ raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
   free(times);
   return st;
 }
+
+/* SIZE: a number of bytes, with an optional K, M or G (powers of 1024). */
+bool raf_pass_parse_size(const char *s, int64_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  double scale = 1;
+  switch (*end) {
+  case 'K': case 'k': scale = 1024.0; end++; break;
+  case 'M': case 'm': scale = 1024.0 * 1024; end++; break;
+  case 'G': case 'g': scale = 1024.0 * 1024 * 1024; end++; break;
+  default: break;
+  }
+  if (end == s || *end || !(v >= 0) || v * scale > 9e18)
+    return false;
+  *out = (int64_t)(v * scale);
+  return true;
+}

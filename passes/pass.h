@@ -25,6 +25,9 @@ int64_t raf_pass_opt_int(const raf_pass_args *a, const char *name);
 double raf_pass_opt_float(const raf_pass_args *a, const char *name);
 bool raf_pass_opt_bool(const raf_pass_args *a, const char *name);
 const char *raf_pass_opt_str(const raf_pass_args *a, const char *name);
+/* SIZE options (remat's budget, shard's bucket): a number of bytes with an
+ * optional K, M or G (powers of 1024); false when s is not one. */
+bool raf_pass_parse_size(const char *s, int64_t *out);
 
 /* Erases every statement of f none of whose results is used (never the
  * return), in one backward walk; returns how many went. Defined in dce.c and

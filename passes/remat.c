@@ -73,23 +73,6 @@ static void size_str(int64_t bytes, char *buf, size_t size) {
              (long long)bytes);
 }
 
-/* SIZE: a number of bytes, with an optional K, M or G (powers of 1024). */
-static bool parse_size(const char *s, int64_t *out) {
-  char *end;
-  double v = strtod(s, &end);
-  double scale = 1;
-  switch (*end) {
-  case 'K': case 'k': scale = 1024.0; end++; break;
-  case 'M': case 'm': scale = 1024.0 * 1024; end++; break;
-  case 'G': case 'g': scale = 1024.0 * 1024 * 1024; end++; break;
-  default: break;
-  }
-  if (end == s || *end || !(v >= 0) || v * scale > 9e18)
-    return false;
-  *out = (int64_t)(v * scale);
-  return true;
-}
-
 /* The peak that plan-memory's plan of f has (the figure --stats prints). */
 static raf_status real_peak(raf_module *m, raf_func *f, int64_t *peak) {
   raf_memory_stats st = {0};
@@ -345,7 +328,7 @@ raf_status raf_pass_remat(raf_module *m, const raf_pass_args *args) {
                     "remat: give one of budget=SIZE or ratio=R");
     return RAF_ERROR;
   }
-  if (b && !parse_size(raf_pass_opt_str(args, "budget"), &o.budget)) {
+  if (b && !raf_pass_parse_size(raf_pass_opt_str(args, "budget"), &o.budget)) {
     raf_diag_report(args->ctx, b->loc, RAF_SEV_ERROR,
                     "remat: budget '%s' is not a size (bytes, or a number "
                     "with K, M or G)", raf_pass_opt_str(args, "budget"));
