@@ -326,6 +326,13 @@ static void localize(shard *S, raf_func *f) {
     raf_type *t[64];
     if (S->st != RAF_OK || s->nresults > 64 ||
         raf_infer_stmt(S->m, s, t, s->nresults) != RAF_OK) {
+      if (S->st == RAF_OK)
+        raf_diag_report(S->ctx, s->loc, RAF_SEV_NOTE,
+                        "shard: the local batch made this statement "
+                        "inconsistent: every value of batch size must be "
+                        "computed from the data (a mean over the batch has "
+                        "a gradient made from constants; cross_entropy and "
+                        "other row losses shard)");
       S->st = RAF_ERROR;
       return;
     }
