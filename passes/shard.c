@@ -705,6 +705,10 @@ static raf_stmt *grad_call(raf_func *step) {
 }
 
 static raf_status shard_step(shard *S) {
+  const raf_attr *w = raf_attrs_find(&S->step->attrs, "world");
+  if (w)
+    return fail(S, S->step->loc, "@%s is sharded already (world = %lld)",
+                S->step->name, (long long)w->val.u.i);
   raf_func_number(S->grad);
   raf_func_number(S->step);
   for (int i = 0; i < S->grad->nargs; i++)
