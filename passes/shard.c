@@ -673,13 +673,24 @@ static void shard_return(shard *S) {
     types[np] = a->type;
     at[np++] = q;
   }
-  raf_emitter e;
-  raf_emitter_init(&e, f, ret, ret->loc);
+  /* In the order the update makes them, each bucket gathered just after
+   * its last part is made. */
+  for (int i = 1; i < np; i++)
+    for (int j = i; j > 0 && by_order(&parts[j - 1], &parts[j]) > 0; j--) {
+      raf_value *pv = parts[j];
+      raf_type *tv = types[j];
+      int av = at[j];
+      parts[j] = parts[j - 1], types[j] = types[j - 1], at[j] = at[j - 1];
+      parts[j - 1] = pv, types[j - 1] = tv, at[j - 1] = av;
+    }
   for (int i = 0, k; i < np && S->st == RAF_OK; i += k) {
     k = bucket_len(S, parts + i, np - i);
+    raf_emitter e;
+    emit_after(&e, f, parts[i + k - 1]);
     gather_bucket(S, &e, parts + i, types + i, k, full + i);
+    S->st = e.status;
   }
-  if (S->st == RAF_OK && (S->st = e.status) == RAF_OK)
+  if (S->st == RAF_OK)
     for (int i = 0; i < np; i++)
       raf_use_set(&ret->operands[at[i]], full[i]);
 done:
