@@ -85,6 +85,46 @@ def check_memory(opt):
     return failures
 
 
+def check_resume(opt, rr, tmp, base, tail, model):
+    """Checkpoints move between sharded and unsharded runs: 5 steps in one
+    process, then 5 more sharded from its checkpoint (and the reverse),
+    give the losses and params of 10 uninterrupted steps."""
+    src, fn, _ = model
+    x, labels = np.load(f"{tmp}/x.npy"), np.load(f"{tmp}/labels.npy")
+    half = 100 * STEPS // 2
+    for part, rows in (("a", slice(0, half)), ("b", slice(half, None))):
+        np.save(f"{tmp}/x_{part}.npy", x[rows])
+        np.save(f"{tmp}/labels_{part}.npy", labels[rows])
+    data = lambda part: [f"--dataset=x=@{tmp}/x_{part}.npy",
+                         f"--dataset=labels=@{tmp}/labels_{part}.npy"]
+    ref_loss = losses(f"{tmp}/mlp.ref.jsonl")
+    ref_ckpt = read_safetensors(f"{tmp}/mlp.ref.safetensors")
+    one = f"{tmp}/mlp.ref.raf"
+    failures = 0
+    for zero in (2, 3):
+        sharded = f"{tmp}/mlp.resume.z{zero}.raf"
+        run([opt, "-p", f"{base},shard{{world=2 zero={zero}}},{tail}", src, "-o", sharded])
+        for first, second in ((one, sharded), (sharded, one)):
+            cmd = lambda prog: (mpirun(2) if prog == sharded else []) + [rr, prog]
+            tag = f"{tmp}/resume.z{zero}.{'s' if first == one else 'u'}"
+            run(cmd(first) + [f"--function={fn}", f"--steps={STEPS // 2}", *data("a"),
+                              f"--save={tag}.1.safetensors", "--print=none"])
+            run(cmd(second) + [f"--function={fn}", f"--steps={STEPS // 2}", *data("b"),
+                               f"--load={tag}.1.safetensors", f"--log={tag}.jsonl",
+                               f"--save={tag}.2.safetensors", "--print=none"])
+            loss = losses(f"{tag}.jsonl")
+            ckpt = read_safetensors(f"{tag}.2.safetensors")
+            dl = float(np.max(np.abs(loss - ref_loss[STEPS // 2:]) / np.abs(ref_loss[STEPS // 2:])))
+            dp = max(float(np.max(np.abs(ckpt[k].astype(np.float64) - v))) /
+                     max(float(np.max(np.abs(v))), 1e-30) for k, v in ref_ckpt.items())
+            ok = dl <= 1e-5 and dp <= 1e-5
+            failures += not ok
+            way = "one process, then sharded" if first == one else "sharded, then one process"
+            print(f"{'ok  ' if ok else 'FAIL'} resume zero={zero} ({way}): "
+                  f"loss rel diff {dl:.2e}, params/states rel diff {dp:.2e}")
+    return failures
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -145,6 +185,7 @@ def main():
                 failures += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {model} world={world} zero={zero}: "
                       f"loss rel diff {dl:.2e}, params/states rel diff {dp:.2e}")
+    failures += check_resume(opt, rr, tmp, base, tail, models["mlp"])
     print(f"train_equal: {failures} failure(s)")
     return 1 if failures else 0
 
