@@ -9,21 +9,26 @@
  * their kernels ahead (compile them) also have hooks.
  */
 #include "runtime/dialects.h"
+#include "runtime/mpi.h"
 
 static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CPU_REF] = raf_cpuref_kernels,
     [RAF_DIALECT_CBLAS] = raf_cblas_kernels,
     [RAF_DIALECT_LLVM] = raf_llvm_kernels,
     [RAF_DIALECT_ONEDNN] = raf_onednn_kernels,
+    [RAF_DIALECT_MPI] = raf_mpi_kernels,
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = &raf_llvm_hooks,
     [RAF_DIALECT_ONEDNN] = &raf_onednn_hooks,
+    [RAF_DIALECT_MPI] = &raf_mpi_hooks,
 };
 
 const char *raf_dialect_unavailable(raf_dialect d) {
-  return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable : NULL;
+  return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
+         : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
+                                 : NULL;
 }
 
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d) {

@@ -14,6 +14,7 @@ extern const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_cblas_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_llvm_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_onednn_kernels[RAF_OP_COUNT];
+extern const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -41,6 +42,7 @@ const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
 
 extern const raf_dialect_hooks raf_llvm_hooks;
 extern const raf_dialect_hooks raf_onednn_hooks;
+extern const raf_dialect_hooks raf_mpi_hooks;
 
 /* Why dialect d cannot run in this build (its library was not found when
  * raf was configured), or NULL when it can. A dialect that cannot keeps

@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(build-essential cmake bison flex python3
           llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
           libopenblas-dev libdnnl-dev libcjson-dev libglpk-dev python3-numpy python3-onnx libonnx-testdata
-          python3-torch python3-matplotlib dataset-fashion-mnist)
+          python3-torch python3-matplotlib dataset-fashion-mnist
+          libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -26,7 +26,7 @@
  * a world of one rank is all it can run; there every collective is the
  * identity (the sum or mean over one rank is x itself, and scattering or
  * gathering over one rank keeps the shape). A world_size above 1 is an
- * error: multi-rank collectives need the MPI/NCCL runtime.
+ * error: collectives between ranks are the mpi dialect's (runtime/mpi.c).
  */
 #include "runtime/cpuref/cpuref.h"
 
@@ -222,8 +222,8 @@ raf_status raf_cpuref_collective(const raf_kernel *k) {
   int64_t world = raf_stmt_attr_int(k->stmt, "world_size");
   if (world != 1)
     return raf_kernel_fail(
-        k, "world_size = %lld, but raf-run runs a single process; "
-           "multi-rank collectives come with the MPI/NCCL runtime",
+        k, "world_size = %lld: cpu-ref runs one rank; collectives "
+           "between ranks run on the mpi dialect, under mpirun",
         (long long)world);
   /* One rank: the result has x's type, and is x. */
   memcpy(k->out[0]->data, k->in[0]->data, k->out[0]->nbytes);

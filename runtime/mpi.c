@@ -1,0 +1,377 @@
+/* mpi.c: the mpi dialect: the collectives of a sharded module between
+ * CPU processes, on MPI (Open MPI, Debian's libopenmpi-dev).
+ *
+ * A module the shard pass wrote (docs/Distributed.md) is one program that
+ * every rank runs; its collectives carry world_size = N. Here they run
+ * over MPI_COMM_WORLD, whose size must be N, with rank r the process
+ * mpirun numbered r:
+ *   all_reduce      MPI_Allreduce (sum; mean divides the sum by N)
+ *   reduce_scatter  MPI_Reduce_scatter_block: rank r keeps block r of the
+ *                   sum along `axis`
+ *   all_gather      MPI_Allgather: the ranks' tensors end to end along
+ *                   `axis`, in rank order
+ *   all_slice       block r along `axis`, no communication
+ * A collective with world_size = 1 is the identity and needs no MPI, so a
+ * `shard{world=1}` module runs in one plain process here as on cpu-ref.
+ *
+ * Blocking forms, on purpose: the executor runs one statement at a time,
+ * so a non-blocking collective would be waited for by the next statement
+ * anyway; the shard pass places each bucket's collective where its inputs
+ * are ready so that a runtime with streams can overlap it later.
+ *
+ * Along an axis other than 0 a block is strided; it is packed into (or
+ * unpacked from) rank-major scratch around the MPI call. f16 and bf16 sum
+ * in f32 (MPI has no half types) and round once; the other dtypes sum in
+ * their own type, integers wrapping as MPI's do.
+ *
+ * The dialect's state per executor counts the calls, the bytes this rank
+ * sends by the ring algorithms' volume and the time spent in MPI
+ * (raf_mpi_stats_of), for raf-run --print-comm.
+ *
+ * Built without MPI, the dialect keeps its kernels, which fail saying why,
+ * and raf_mpi_unavailable says why, so raf-run leaves it out of its
+ * default dialects.
+ */
+#include "runtime/mpi.h"
+
+#include "runtime/dialects.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+raf_mpi_stats raf_mpi_stats_of(const raf_exec *ex) {
+  const raf_mpi_stats *st = raf_exec_dialect_state(ex, RAF_DIALECT_MPI);
+  return st ? *st : (raf_mpi_stats){0};
+}
+
+static void mpi_release(void *state) { free(state); }
+
+#ifndef RAF_HAVE_MPI
+
+const char *const raf_mpi_unavailable =
+    "this build of raf has no MPI (mpi.h and libmpi were not found when it "
+    "was configured; install libopenmpi-dev and openmpi-bin and configure "
+    "again)";
+
+static bool wants_mpi(const raf_stmt *s) {
+  const char *d = raf_stmt_attr_str(s, "dialect");
+  return d && strcmp(d, "mpi") == 0;
+}
+
+static raf_status mpi_missing(const raf_kernel *k) {
+  return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
+}
+
+static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
+                              void **state) {
+  (void)ex;
+  *state = NULL;
+  for (const raf_func *f = m->first; f; f = f->next)
+    for (const raf_stmt *s = f->first; s; s = s->next)
+      if (wants_mpi(s)) {
+        raf_diag_report(ctx, s->loc, RAF_SEV_ERROR, "%s: dialect mpi: %s",
+                        raf_op_table[s->op].name, raf_mpi_unavailable);
+        return RAF_ERROR;
+      }
+  return RAF_OK;
+}
+
+static raf_status no_mpi(raf_ctx *ctx) {
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s",
+                  raf_mpi_unavailable);
+  return RAF_ERROR;
+}
+
+raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world) {
+  *rank = 0;
+  *world = 1;
+  return no_mpi(ctx);
+}
+void raf_mpi_finish(void) {}
+void raf_mpi_abort(int code) { exit(code); }
+bool raf_mpi_any(bool mine) { return mine; }
+raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
+                          void *all) {
+  (void)part, (void)nbytes, (void)all;
+  return no_mpi(ctx);
+}
+
+const raf_dialect_hooks raf_mpi_hooks = {.prepare = mpi_prepare,
+                                         .release = mpi_release};
+
+const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT] = {
+    [RAF_OP_ALL_REDUCE] = mpi_missing,
+    [RAF_OP_REDUCE_SCATTER] = mpi_missing,
+    [RAF_OP_ALL_GATHER] = mpi_missing,
+    [RAF_OP_ALL_SLICE] = mpi_missing,
+};
+
+#else /* RAF_HAVE_MPI */
+
+#include <limits.h>
+#include <mpi.h>
+
+const char *const raf_mpi_unavailable = NULL;
+
+static bool mpi_running(void) {
+  int started = 0, finished = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finished);
+  return started && !finished;
+}
+
+static int comm_size(void) {
+  int n = 1;
+  if (mpi_running())
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+static void mpi_message(int code, char *buf, size_t size) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS)
+    len = 0;
+  snprintf(buf, size, "%.*s", len, text);
+}
+
+raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world) {
+  int provided = 0;
+  *rank = 0;
+  *world = 1;
+  if (mpi_running() ||
+      MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
+          MPI_SUCCESS) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "MPI did not start");
+    return RAF_ERROR;
+  }
+  /* Errors come back as codes, reported as located errors, rather than
+   * ending the job from inside MPI. */
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, world);
+  return RAF_OK;
+}
+
+void raf_mpi_finish(void) {
+  if (mpi_running())
+    MPI_Finalize();
+}
+
+void raf_mpi_abort(int code) {
+  if (mpi_running())
+    MPI_Abort(MPI_COMM_WORLD, code);
+  exit(code);
+}
+
+bool raf_mpi_any(bool mine) {
+  int in = mine, out = mine;
+  if (mpi_running())
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+  return out != 0;
+}
+
+raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
+                          void *all) {
+  int rc = nbytes > INT_MAX ? MPI_ERR_COUNT
+                            : MPI_Gather(part, (int)nbytes, MPI_BYTE, all,
+                                         (int)nbytes, MPI_BYTE, 0,
+                                         MPI_COMM_WORLD);
+  if (rc == MPI_SUCCESS)
+    return RAF_OK;
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  mpi_message(rc, msg, sizeof msg);
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                  "gathering %zu bytes per rank: %s", nbytes, msg);
+  return RAF_ERROR;
+}
+
+static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
+                              void **state) {
+  (void)ex, (void)ctx, (void)m;
+  *state = calloc(1, sizeof(raf_mpi_stats));
+  return *state ? RAF_OK : RAF_ERROR;
+}
+
+static MPI_Datatype mpi_type(raf_dtype dt) {
+  switch (dt) {
+  case RAF_F64: return MPI_DOUBLE;
+  case RAF_F32: return MPI_FLOAT;
+  case RAF_I64: return MPI_INT64_T;
+  case RAF_I32: return MPI_INT32_T;
+  case RAF_I8: return MPI_INT8_T;
+  case RAF_U8: return MPI_UINT8_T;
+  case RAF_F16:
+  case RAF_BF16: return MPI_UINT16_T; /* moved, never summed */
+  case RAF_BOOL:
+  default: return MPI_UINT8_T;
+  }
+}
+
+static bool is_half(raf_dtype dt) { return dt == RAF_F16 || dt == RAF_BF16; }
+
+/* A tensor along `axis` as [outer, N * block] (bytes): the shape of every
+ * block one rank holds. */
+typedef struct blocks {
+  int64_t outer;   /* product of the dims before axis */
+  size_t block;    /* bytes of one rank's block in one outer row */
+} blocks;
+
+static blocks blocks_of(const raf_tensor *whole, int64_t axis, int world) {
+  const raf_type *t = whole->type;
+  blocks b = {1, raf_dtype_size(t->dtype)};
+  for (int d = 0; d < t->rank; d++) {
+    if (d < axis)
+      b.outer *= t->dims[d];
+    else
+      b.block *= (size_t)(d == axis ? t->dims[d] / world : t->dims[d]);
+  }
+  return b;
+}
+
+/* Copies between whole ([outer][N][block]) and rank-major scratch
+ * ([N][outer][block]) in the direction `to_scratch` says. */
+static void repack(const blocks *b, int world, char *whole, char *scratch,
+                   bool to_scratch) {
+  for (int r = 0; r < world; r++)
+    for (int64_t o = 0; o < b->outer; o++) {
+      char *w = whole + ((size_t)o * (size_t)world + (size_t)r) * b->block;
+      char *s = scratch + ((size_t)r * (size_t)b->outer + (size_t)o) * b->block;
+      memcpy(to_scratch ? s : w, to_scratch ? w : s, b->block);
+    }
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Sums count_in elements of in over the ranks into out: all of them
+ * (MPI_Allreduce) or, with scatter, this rank's count_in / N
+ * (MPI_Reduce_scatter_block); mean divides by N. */
+static int reduce(const raf_kernel *k, const void *in, void *out,
+                  int64_t count_in, int64_t count_out, bool scatter,
+                  bool mean, int world) {
+  raf_dtype dt = k->in[0]->type->dtype;
+  bool half = is_half(dt);
+  float *wide_in = NULL, *wide_out = NULL;
+  if (half) {
+    wide_in = malloc((size_t)count_in * sizeof(float));
+    wide_out = malloc((size_t)count_out * sizeof(float) + 1);
+    if (!wide_in || !wide_out) {
+      free(wide_in), free(wide_out);
+      return MPI_ERR_NO_MEM;
+    }
+    raf_elem_convert(RAF_F32, wide_in, dt, in, count_in);
+  }
+  MPI_Datatype type = half ? MPI_FLOAT : mpi_type(dt);
+  const void *src = half ? wide_in : in;
+  void *dst = half ? (void *)wide_out : out;
+  int rc = scatter ? MPI_Reduce_scatter_block(src, dst, (int)count_out, type,
+                                              MPI_SUM, MPI_COMM_WORLD)
+                   : MPI_Allreduce(src, dst, (int)count_out, type, MPI_SUM,
+                                   MPI_COMM_WORLD);
+  raf_dtype sum_dt = half ? RAF_F32 : dt;
+  for (int64_t i = 0; rc == MPI_SUCCESS && mean && i < count_out; i++) {
+    if (raf_dtype_is_float(sum_dt))
+      raf_elem_set_f64(sum_dt, dst, i,
+                       raf_elem_get_f64(sum_dt, dst, i) / world);
+    else
+      raf_elem_set_i64(sum_dt, dst, i,
+                       raf_elem_get_i64(sum_dt, dst, i) / world);
+  }
+  if (half && rc == MPI_SUCCESS)
+    raf_elem_convert(dt, out, RAF_F32, wide_out, count_out);
+  free(wide_in);
+  free(wide_out);
+  return rc;
+}
+
+static raf_status mpi_collective(const raf_kernel *k) {
+  const raf_stmt *s = k->stmt;
+  raf_tensor *x = k->in[0], *y = k->out[0];
+  int64_t n = raf_stmt_attr_int(s, "world_size");
+  if (n == 1) {
+    memcpy(y->data, x->data, y->nbytes);
+    return RAF_OK;
+  }
+  int world = comm_size();
+  if (n != world && !mpi_running())
+    return raf_kernel_fail(k, "world_size = %lld needs one process per "
+                              "rank: run it as `mpirun -np %lld raf-run ...`",
+                           (long long)n, (long long)n);
+  if (n != world)
+    return raf_kernel_fail(k, "world_size = %lld, but this MPI job has %d "
+                              "ranks", (long long)n, world);
+  if (x->type->numel > INT_MAX)
+    return raf_kernel_fail(k, "more than 2^31 - 1 elements in one "
+                              "collective");
+  int64_t axis = s->op == RAF_OP_ALL_REDUCE ? 0 : raf_stmt_attr_int(s, "axis");
+  /* The tensor whose axis holds every rank's block. */
+  raf_tensor *whole = s->op == RAF_OP_ALL_GATHER ? y : x;
+  blocks b = blocks_of(whole, axis, world);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (s->op == RAF_OP_ALL_SLICE) {
+    for (int64_t o = 0; o < b.outer; o++)
+      memcpy((char *)y->data + (size_t)o * b.block,
+             (char *)x->data + ((size_t)o * (size_t)world + (size_t)rank) *
+                                   b.block,
+             b.block);
+    return RAF_OK;
+  }
+  /* Along axis 0 the blocks are rank-major already. */
+  char *scratch = NULL;
+  if (b.outer > 1 && s->op != RAF_OP_ALL_REDUCE &&
+      !(scratch = malloc(whole->nbytes)))
+    return raf_kernel_fail(k, "out of memory");
+  bool mean = strcmp(raf_stmt_attr_str(s, "op"), "mean") == 0;
+  raf_mpi_stats *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_MPI);
+  int64_t t0 = now_ns();
+  int rc;
+  size_t sent;
+  if (s->op == RAF_OP_ALL_REDUCE) {
+    rc = reduce(k, x->data, y->data, x->type->numel, y->type->numel, false,
+                mean, world);
+    sent = 2 * x->nbytes * (size_t)(world - 1) / (size_t)world;
+  } else if (s->op == RAF_OP_REDUCE_SCATTER) {
+    if (scratch)
+      repack(&b, world, x->data, scratch, true);
+    rc = reduce(k, scratch ? scratch : x->data, y->data, x->type->numel,
+                y->type->numel, true, mean, world);
+    sent = x->nbytes * (size_t)(world - 1) / (size_t)world;
+  } else { /* all_gather */
+    MPI_Datatype type = mpi_type(x->type->dtype);
+    rc = MPI_Allgather(x->data, (int)x->type->numel, type,
+                       scratch ? scratch : y->data, (int)x->type->numel, type,
+                       MPI_COMM_WORLD);
+    if (scratch && rc == MPI_SUCCESS)
+      repack(&b, world, y->data, scratch, false);
+    sent = y->nbytes * (size_t)(world - 1) / (size_t)world;
+  }
+  free(scratch);
+  if (st) {
+    st->calls++;
+    st->bytes += (int64_t)sent;
+    st->ns += now_ns() - t0;
+  }
+  if (rc == MPI_SUCCESS)
+    return RAF_OK;
+  char msg[MPI_MAX_ERROR_STRING + 1];
+  mpi_message(rc, msg, sizeof msg);
+  return raf_kernel_fail(k, "MPI: %s", msg);
+}
+
+const raf_dialect_hooks raf_mpi_hooks = {.prepare = mpi_prepare,
+                                         .release = mpi_release};
+
+const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT] = {
+    [RAF_OP_ALL_REDUCE] = mpi_collective,
+    [RAF_OP_REDUCE_SCATTER] = mpi_collective,
+    [RAF_OP_ALL_GATHER] = mpi_collective,
+    [RAF_OP_ALL_SLICE] = mpi_collective,
+};
+
+#endif /* RAF_HAVE_MPI */

@@ -1,0 +1,49 @@
+/* mpi.h: the mpi dialect's process group, for raf-run and tests.
+ *
+ * The mpi dialect (runtime/mpi.c) runs the collectives of a sharded
+ * module (docs/Distributed.md) between the processes mpirun started, one
+ * rank per process, over MPI_COMM_WORLD. The driver starts MPI once, before
+ * it makes an executor, and finishes it at exit; the kernels find the
+ * group through MPI itself. In a build without MPI every function here
+ * but raf_mpi_unavailable reports that reason and fails.
+ */
+#ifndef RAF_MPI_H
+#define RAF_MPI_H
+
+#include "runtime/exec.h"
+
+/* Why this build cannot run the mpi dialect (CMake found no MPI), or NULL
+ * when it can. */
+extern const char *const raf_mpi_unavailable;
+
+/* Starts MPI (MPI_Init_thread, funneled: only the calling thread talks to
+ * MPI) and sets *rank and *world. Reports and fails when MPI cannot start
+ * or the build has none. Call at most once per process. */
+raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world);
+/* Ends MPI after a run (MPI_Finalize). A no-op when MPI never started. */
+void raf_mpi_finish(void);
+/* Ends every rank of the job at once with exit status code (MPI_Abort): for
+ * an error on one rank while the others may wait in a collective. */
+void raf_mpi_abort(int code);
+
+/* Whether any rank passes true (every rank must call it): how the ranks
+ * agree to stop together after a failure that need not be everywhere. */
+bool raf_mpi_any(bool mine);
+
+/* Gathers each rank's nbytes at part, in rank order, into all on rank 0
+ * (nbytes * world bytes; all is unused elsewhere). Every rank calls it
+ * with the same nbytes. */
+raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
+                          void *all);
+
+/* What the mpi dialect's collectives did in ex since it was made. bytes
+ * counts what this rank sends by the ring algorithms' volume (all_reduce
+ * 2(N-1)/N of the tensor, reduce_scatter and all_gather (N-1)/N of the
+ * whole), the volume the ZeRO paper's figures count; ns is the time spent
+ * in the collectives, waiting for the other ranks included. */
+typedef struct raf_mpi_stats {
+  int64_t calls, bytes, ns;
+} raf_mpi_stats;
+raf_mpi_stats raf_mpi_stats_of(const raf_exec *ex);
+
+#endif
