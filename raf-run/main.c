@@ -7,6 +7,7 @@
  *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
  *           [--gradcheck [--grad-tol=X]]   (gradcheck.c)
  *           [--print=summary|full|none]
+ *   mpirun -np N raf-run step.raf ...    (a sharded step; dist.c)
  *
  * The module is parsed, verified and dispatched (every statement gets the
  * dialect chosen by --dialects), the arguments are made (given, loaded,
@@ -16,12 +17,14 @@
  * non-zero exit, never a crash. See docs/raf-run.md.
  */
 #include "raf-run/checkpoint.h"
+#include "raf-run/dist.h"
 #include "runtime/llvm.h"
 #include "raf-run/gradcheck.h"
 #include "raf-run/profile.h"
 #include "raf-run/values.h"
 #include "runtime/dialects.h"
 #include "runtime/init.h"
+#include "runtime/mpi.h"
 
 #include <errno.h>
 #include <math.h>
@@ -50,7 +53,7 @@ typedef struct options {
   long steps;
   const char *log, *save, *load, *dialects;
   char default_dialects[256]; /* when --dialects is not given */
-  bool check_numerics, print_memory, print_jit_stats;
+  bool check_numerics, print_memory, print_jit_stats, print_comm;
   rr_print_mode print;
   bool print_given; /* --print: print results even with --output */
   int profile_top; /* --profile[=N]: 0 off */
@@ -92,6 +95,8 @@ static void usage(FILE *out) {
           "                             costliest statements (default 20)\n"
           "  --print-jit-stats          report what the llvm dialect's JIT "
           "did\n"
+          "  --print-comm               report what the collectives sent "
+          "and took\n"
           "  --gradcheck                check autodiff's gradients of the "
           "function\n"
           "                             against finite differences (f64)\n"
@@ -100,6 +105,15 @@ static void usage(FILE *out) {
           "elements\n"
           "                             checked per param (64)\n"
           "  --help, --version\n");
+}
+
+/* The version, and the dialects this build can run. */
+static void print_version(void) {
+  printf("raf-run %s (dialects:", RAF_VERSION);
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+    if (!raf_dialect_unavailable((raf_dialect)i))
+      printf(" %s", raf_dialect_get((raf_dialect)i)->name);
+  printf(")\n");
 }
 
 static const char *flag_value(const char *arg, const char *flag) {
@@ -174,7 +188,7 @@ static void unknown_option(const char *a) {
       "help", "version", "function", "input", "dataset", "output",
       "expected-output", "atol", "rtol", "steps", "seed", "threads", "log",
       "save", "load", "dialects", "check-numerics", "print-memory",
-      "profile", "print-jit-stats", "gradcheck", "grad-tol", "grad-eps",
+      "profile", "print-jit-stats", "print-comm", "gradcheck", "grad-tol", "grad-eps",
       "grad-samples"};
   const char *word = a + strspn(a, "-");
   const char *near = raf_suggest(word, strcspn(word, "="), names,
@@ -197,7 +211,7 @@ static int parse_args(int argc, char **argv, options *o) {
       usage(stdout);
       return 0;
     } else if (strcmp(a, "--version") == 0) {
-      printf("raf-run %s\n", RAF_VERSION);
+      print_version();
       return 0;
     } else if ((v = flag_value(a, "--function"))) {
       o->function = v[0] == '@' ? v + 1 : v;
@@ -285,6 +299,8 @@ static int parse_args(int argc, char **argv, options *o) {
       o->profile_top = (int)d;
     } else if (strcmp(a, "--print-jit-stats") == 0) {
       o->print_jit_stats = true;
+    } else if (strcmp(a, "--print-comm") == 0) {
+      o->print_comm = true;
     } else if (strcmp(a, "--gradcheck") == 0) {
       o->gradcheck = true;
     } else if ((v = flag_value(a, "--grad-tol"))) {
@@ -351,20 +367,30 @@ static void unknown_arg(raf_ctx *ctx, const raf_func *f, const char *flag,
                   f->name, name, f->nargs ? known : "none");
 }
 
-/* A dataset: rows of an argument's shape cut from a bigger array. */
+/* A dataset: rows of an argument's shape cut from a bigger array. In a
+ * sharded run a slice is the global batch, of which rank r takes the r-th
+ * run of the local batch's rows. */
 typedef struct dataset {
   int arg;
   raf_npy all;
   int64_t batches; /* whole slices in the file */
+  size_t slice_bytes, rank_offset;
 } dataset;
 
+/* whole[i]: argument i as the command line gives it (the global batch;
+ * rr_dist_whole_type), args[i] as this rank takes it. */
 static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
+                               raf_tensor *const *whole,
+                               raf_tensor *const *args, int rank,
                                const named *n, dataset *ds) {
   ds->arg = arg_index(f, n->name);
   if (ds->arg < 0) {
     unknown_arg(ctx, f, "--dataset", n->name);
     return RAF_ERROR;
   }
+  const raf_type *t = whole[ds->arg]->type;
+  ds->slice_bytes = whole[ds->arg]->nbytes;
+  ds->rank_offset = (size_t)rank * args[ds->arg]->nbytes;
   if (n->spec[0] != '@') {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "--dataset=%s needs @FILE.npy", n->name);
@@ -376,7 +402,6 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
     return RAF_ERROR;
   /* Either [M, d1, ...] cut into slices of the argument's first dimension
    * d0 (M / d0 of them), or [M, d0, d1, ...] with one slice per index. */
-  const raf_type *t = f->args[ds->arg].value->type;
   const raf_npy *a = &ds->all;
   bool stacked = a->rank == t->rank + 1, ok = a->dtype == t->dtype;
   if (!stacked)
@@ -403,20 +428,20 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
 
 static void feed(const dataset *ds, long step, raf_tensor *t) {
   int64_t b = step % ds->batches;
-  memcpy(t->data, (const char *)ds->all.data + (size_t)b * t->nbytes,
+  memcpy(t->data,
+         (const char *)ds->all.data + (size_t)b * ds->slice_bytes +
+             ds->rank_offset,
          t->nbytes);
 }
 
-/* The arguments of f: inputs, checkpoint, datasets, then `init`. */
-static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
-                            const options *o, raf_tensor **args,
+/* Fills whole[i] (argument i as the command line gives it) from the
+ * flags, in the order checkpoint, inputs, datasets, `init`. */
+static raf_status fill_args(raf_ctx *ctx, raf_func *f, const options *o,
+                            int rank, raf_tensor *const *whole,
+                            raf_tensor *const *args, bool *given,
                             dataset *ds) {
-  bool given[1024] = {false};
   raf_status rc = RAF_OK;
-  for (int i = 0; i < f->nargs; i++)
-    if (!(args[i] = raf_exec_alloc(ex, f->args[i].value->type)))
-      return RAF_ERROR;
-  if (o->load && rr_checkpoint_load(ctx, o->load, f, args, given) != RAF_OK)
+  if (o->load && rr_checkpoint_load(ctx, o->load, f, whole, given) != RAF_OK)
     rc = RAF_ERROR;
   for (int k = 0; k < o->ninputs; k++) {
     int i = arg_index(f, o->inputs[k].name);
@@ -434,12 +459,13 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
                       o->inputs[k].name);
       rc = RAF_ERROR;
     }
-    if (rr_read_value(ctx, what, o->inputs[k].spec, args[i]) != RAF_OK)
+    if (rr_read_value(ctx, what, o->inputs[k].spec, whole[i]) != RAF_OK)
       rc = RAF_ERROR;
     given[i] = true;
   }
   for (int k = 0; k < o->ndatasets; k++) {
-    if (open_dataset(ctx, f, &o->datasets[k], &ds[k]) != RAF_OK) {
+    if (open_dataset(ctx, f, whole, args, rank, &o->datasets[k], &ds[k]) !=
+        RAF_OK) {
       rc = RAF_ERROR;
       if (ds[k].arg >= 0)
         given[ds[k].arg] = true; /* reported already */
@@ -457,7 +483,7 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
     raf_init_spec spec;
     if (init && init->kind == RAF_ATTR_STRING &&
         raf_init_parse(init->val.u.s, &spec)) {
-      raf_init_fill(args[i], &spec, o->seed, (uint32_t)i);
+      raf_init_fill(whole[i], &spec, o->seed, (uint32_t)i);
     } else if (nm < sizeof missing - 64) {
       nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s%%%s",
                              nm ? ", " : "", f->args[i].value->name);
@@ -469,6 +495,33 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
                     "`init` attribute)",
                     f->name, missing);
     rc = RAF_ERROR;
+  }
+  return rc;
+}
+
+/* The arguments of f: inputs, checkpoint, datasets, then `init`. In a
+ * sharded run each is made whole, as one process would (whole[i]), and
+ * this rank takes its part; whole[i] is args[i] where they are the same. */
+static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_module *m,
+                            raf_func *f, const options *o, const rr_dist *d,
+                            raf_tensor **args, dataset *ds) {
+  bool given[1024] = {false};
+  raf_tensor *whole[1024] = {NULL};
+  raf_status rc = RAF_OK;
+  for (int i = 0; i < f->nargs && rc == RAF_OK; i++) {
+    raf_type *t = rr_dist_whole_type(m, f, i, d);
+    if (!t || !(args[i] = raf_exec_alloc(ex, f->args[i].value->type)) ||
+        !(whole[i] = t == args[i]->type ? args[i] : rr_dist_stage(t)))
+      rc = RAF_ERROR;
+  }
+  if (rc == RAF_OK)
+    rc = fill_args(ctx, f, o, d->rank, whole, args, given, ds);
+  for (int i = 0; i < f->nargs; i++) {
+    if (whole[i] == args[i])
+      continue;
+    if (whole[i] && rc == RAF_OK)
+      rr_dist_take_part(d, whole[i], args[i]);
+    rr_dist_unstage(whole[i]);
   }
   return rc;
 }
@@ -535,17 +588,20 @@ static raf_status report_results(raf_ctx *ctx, raf_func *f, const options *o,
   return rc;
 }
 
-/* Runs the steps; the last step's results are left in results. */
+/* Runs the steps; the last step's results are left in results, and the
+ * time of all the steps in *total_ms. Only the leader (rank 0) logs and
+ * shows progress. */
 static raf_status run(raf_ctx *ctx, raf_exec *ex, raf_func *f,
-                      const options *o, raf_tensor **args, dataset *ds,
-                      raf_tensor **results) {
+                      const options *o, bool leader, raf_tensor **args,
+                      dataset *ds, raf_tensor **results, double *total_ms) {
   FILE *log = NULL;
-  if (o->log && !(log = fopen(o->log, "w"))) {
+  *total_ms = 0;
+  if (leader && o->log && !(log = fopen(o->log, "w"))) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "--log: cannot write '%s': %s", o->log, strerror(errno));
     return RAF_ERROR;
   }
-  bool tty = o->steps > 1 && isatty(STDERR_FILENO);
+  bool tty = leader && o->steps > 1 && isatty(STDERR_FILENO);
   double start = now_ms(), last_shown = 0;
   raf_status rc = RAF_OK;
   for (long s = 0; s < o->steps && rc == RAF_OK; s++) {
@@ -559,6 +615,7 @@ static raf_status run(raf_ctx *ctx, raf_exec *ex, raf_func *f,
     double t0 = now_ms();
     rc = raf_exec_call(ex, f, args, results);
     double ms = now_ms() - t0;
+    *total_ms += ms;
     if (rc != RAF_OK)
       break;
     raf_exec_donate(f, args, results);
@@ -639,6 +696,47 @@ static raf_func *pick_function(raf_ctx *ctx, raf_module *m, const char *name) {
   return f;
 }
 
+/* --save: the leader writes every param and state whole, a sharded one
+ * gathered from the ranks' parts first (every rank takes part). */
+static raf_status save_checkpoint(raf_ctx *ctx, raf_module *m,
+                                  raf_func *f, const options *o,
+                                  const rr_dist *d, raf_tensor **args) {
+  if (d->world <= 1)
+    return rr_checkpoint_save(ctx, o->save, f, args);
+  raf_tensor **whole = calloc((size_t)f->nargs + 1, sizeof *whole);
+  raf_status rc = whole ? RAF_OK : RAF_ERROR;
+  for (int i = 0; rc == RAF_OK && i < f->nargs; i++) {
+    raf_type *t = rr_dist_whole_type(m, f, i, d);
+    bool part = raf_attrs_find(&f->args[i].attrs, "sharded") != NULL;
+    whole[i] = !part ? args[i] : d->rank == 0 ? rr_dist_stage(t) : NULL;
+    if (d->rank == 0 && !whole[i])
+      rc = RAF_ERROR;
+    else if (part)
+      rc = rr_dist_gather(ctx, d, args[i], whole[i]);
+  }
+  if (rc == RAF_OK && d->rank == 0)
+    rc = rr_checkpoint_save(ctx, o->save, f, whole);
+  for (int i = 0; whole && i < f->nargs; i++)
+    if (whole[i] != args[i])
+      rr_dist_unstage(whole[i]);
+  free(whole);
+  return rc;
+}
+
+/* rank 0's --print-comm line: what the mpi dialect's collectives sent and
+ * how long the ranks waited in them, per step. */
+static void print_comm(const raf_exec *ex, const options *o, double total_ms) {
+  raf_mpi_stats st = raf_mpi_stats_of(ex);
+  double steps = (double)o->steps, ms = (double)st.ns * 1e-6;
+  fprintf(stderr,
+          "comm: %.3f MB (%.0f bytes) sent per rank per step, %.0f "
+          "collectives per step, %.2f ms in collectives per step (%.1f%% of "
+          "the step)\n",
+          (double)st.bytes / 1e6 / steps, (double)st.bytes / steps,
+          (double)st.calls / steps,
+          ms / steps, total_ms > 0 ? 100 * ms / total_ms : 0.0);
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
@@ -650,46 +748,93 @@ int main(int argc, char **argv) {
     fprintf(stderr, "raf-run: out of memory\n");
     return 1;
   }
+  /* Until the arguments are made every rank fails alike, and rank 0 alone
+   * says why. */
   raf_module *m = load_module(ctx, &o);
   raf_func *f = m ? pick_function(ctx, m, o.function) : NULL;
+  rr_dist d = {1, 0};
+  raf_status rc = f ? rr_dist_start(ctx, f, &d) : RAF_ERROR;
+  if (rc == RAF_OK && d.world > 1 && o.gradcheck) {
+    raf_diag_report(ctx, f->loc, RAF_SEV_ERROR,
+                    "--gradcheck runs in one process, but @%s is sharded "
+                    "over %d ranks", f->name, d.world);
+    rc = RAF_ERROR;
+  }
+  if (d.world > 1 && !o.threads) { /* the ranks on this machine share it */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = cpus > rr_env_local_ranks() ? (int)(cpus / rr_env_local_ranks()) : 1;
+  }
   raf_exec_options eo = {.threads = o.threads,
                          .check_numerics = o.check_numerics,
                          .profile = o.profile_top > 0};
-  raf_exec *ex = f ? raf_exec_create(ctx, m, &eo) : NULL;
+  raf_exec *ex = rc == RAF_OK ? raf_exec_create(ctx, m, &eo) : NULL;
   raf_tensor **args = NULL, **results = NULL;
   dataset ds[MAX_DATASETS];
   memset(ds, 0, sizeof ds);
-  bool failed = false;
-  raf_status rc = ex ? RAF_OK : RAF_ERROR;
+  bool failed = false, leader = d.rank == 0;
+  if (!ex)
+    rc = RAF_ERROR;
   if (rc == RAF_OK && f->nargs > 1024) {
     raf_diag_report(ctx, f->loc, RAF_SEV_ERROR, "more than 1024 arguments");
     rc = RAF_ERROR;
   }
+  bool setup_failed = rc != RAF_OK;
   if (rc == RAF_OK) {
     args = calloc((size_t)f->nargs + 1, sizeof *args);
     results = calloc((size_t)f->nresults + 1, sizeof *results);
-    rc = args && results ? make_args(ctx, ex, f, &o, args, ds) : RAF_ERROR;
+    rc = args && results ? make_args(ctx, ex, m, f, &o, &d, args, ds)
+                         : RAF_ERROR;
   }
-  if (rc == RAF_OK && o.gradcheck) {
+  /* A rank may fail to make its arguments alone (a file it cannot read):
+   * the ranks agree, and each that failed says why. */
+  if (!setup_failed && d.world > 1 && raf_mpi_any(rc != RAF_OK)) {
+    if (rc == RAF_OK)
+      raf_diag_clear(ctx);
+    setup_failed = true;
+    leader = rc != RAF_OK;
+    rc = RAF_ERROR;
+  } else if (rc != RAF_OK) {
+    setup_failed = true;
+    leader = rr_env_rank() == 0;
+  }
+  double total_ms = 0;
+  if (setup_failed) {
+    /* reported below */
+  } else if (o.gradcheck) {
     for (int k = 0; k < o.ndatasets; k++)
       feed(&ds[k], 0, args[ds[k].arg]);
     rc = rr_gradcheck(ctx, m, f, args, &o.grad, stdout, &failed);
   } else {
-    if (rc == RAF_OK)
-      rc = run(ctx, ex, f, &o, args, ds, results);
-    if (rc == RAF_OK)
+    rc = run(ctx, ex, f, &o, leader, args, ds, results, &total_ms);
+    if (rc == RAF_OK && leader)
       rc = report_results(ctx, f, &o, ex, results, &failed);
   }
+  /* From here a rank that fails may leave the others waiting in a
+   * collective: it ends the job. */
+  if (!setup_failed && rc != RAF_OK && d.world > 1) {
+    rr_dist_render(ctx, &d, stderr);
+    raf_mpi_abort(1);
+  }
   if (rc == RAF_OK && o.save)
-    rc = rr_checkpoint_save(ctx, o.save, f, args);
-  if (rc == RAF_OK && o.print_memory)
+    rc = save_checkpoint(ctx, m, f, &o, &d, args);
+  if (rc == RAF_OK && o.print_memory && d.world > 1)
+    printf("rank %d: peak tensor memory: %zu bytes\n", d.rank,
+           raf_exec_peak_bytes(ex));
+  else if (rc == RAF_OK && o.print_memory)
     printf("peak tensor memory: %zu bytes\n", raf_exec_peak_bytes(ex));
-  if (ex && o.print_jit_stats)
+  if (ex && o.print_jit_stats && leader)
     raf_llvm_report(ex, stderr);
-  if (rc == RAF_OK && o.profile_top > 0 && !o.gradcheck &&
+  if (rc == RAF_OK && o.print_comm && leader)
+    print_comm(ex, &o, total_ms);
+  if (rc == RAF_OK && o.profile_top > 0 && !o.gradcheck && leader &&
       rr_profile_report(ex, stderr, o.profile_top) != RAF_OK)
     rc = RAF_ERROR;
-  raf_diag_render(ctx, stderr);
+  if (!setup_failed && rc != RAF_OK && d.world > 1) {
+    rr_dist_render(ctx, &d, stderr);
+    raf_mpi_abort(1);
+  }
+  if (leader)
+    rr_dist_render(ctx, &d, stderr);
   for (int k = 0; k < o.ndatasets; k++)
     if (ds[k].arg >= 0)
       raf_npy_free(&ds[k].all);
@@ -706,5 +851,6 @@ int main(int argc, char **argv) {
   raf_exec_destroy(ex);
   raf_module_destroy(m);
   raf_ctx_destroy(ctx);
+  rr_dist_finish(&d);
   return rc != RAF_OK || failed ? 1 : 0;
 }

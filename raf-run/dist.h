@@ -1,0 +1,61 @@
+/* dist.h: raf-run as one rank of an MPI job (docs/Distributed.md).
+ *
+ * A function the shard pass wrote carries `world = N`. Under
+ * `mpirun -np N raf-run ...` every process runs it as one rank, and the
+ * command line means what it means for one process: each argument is
+ * given whole (the global batch of a data argument, the full tensor of a
+ * sharded one) and the rank takes its part; --save writes whole tensors
+ * gathered on rank 0, which alone prints, logs and writes files.
+ */
+#ifndef RAF_RUN_DIST_H
+#define RAF_RUN_DIST_H
+
+#include "runtime/exec.h"
+
+#include <stdio.h>
+
+typedef struct rr_dist {
+  int world, rank; /* 1 and 0 for a plain run */
+} rr_dist;
+
+/* The rank mpirun gave this process, read from the environment before MPI
+ * starts (Open MPI's or PMI's variables); 0 outside mpirun. */
+int rr_env_rank(void);
+/* How many ranks of the job share this machine; 1 outside mpirun. */
+int rr_env_local_ranks(void);
+
+/* Reads f's `world` attribute and starts MPI when it is above 1, setting
+ * *d. Reports and fails: world > 1 outside mpirun, or in a build without
+ * MPI (each saying how to run it); a job whose size is not world; an
+ * mpirun job of several processes for a function without `world`. */
+raf_status rr_dist_start(raf_ctx *ctx, const raf_func *f, rr_dist *d);
+/* Ends MPI (after a run that did not abort). */
+void rr_dist_finish(const rr_dist *d);
+
+/* The type of argument i as the command line gives it: a data argument's
+ * with the global batch (axis 0 times world), a sharded one's full type
+ * (its `sharded` dims), else the argument's own type. NULL when out of
+ * memory. */
+raf_type *rr_dist_whole_type(raf_module *m, const raf_func *f, int i,
+                             const rr_dist *d);
+/* A staging tensor of type t for a whole argument, outside the executor's
+ * memory count (which is the rank's own); NULL when out of memory. */
+raf_tensor *rr_dist_stage(raf_type *t);
+void rr_dist_unstage(raf_tensor *t);
+
+/* Copies this rank's part of whole (a tensor of rr_dist_whole_type) into
+ * part: the rank-th run of part->nbytes bytes, zero past the end of
+ * whole. For a data argument that is rows [r*b, (r+1)*b); for a sharded
+ * one, the r-th part of the zero-padded, flattened tensor. */
+void rr_dist_take_part(const rr_dist *d, const raf_tensor *whole,
+                       raf_tensor *part);
+/* The inverse, for --save: gathers every rank's part into whole on rank 0
+ * (whole is unused elsewhere). Every rank calls it, in the same order. */
+raf_status rr_dist_gather(raf_ctx *ctx, const rr_dist *d,
+                          const raf_tensor *part, raf_tensor *whole);
+
+/* Renders ctx's diagnostics to out, each line prefixed "rank R: " in a
+ * job of several ranks. */
+void rr_dist_render(const raf_ctx *ctx, const rr_dist *d, FILE *out);
+
+#endif
