@@ -55,22 +55,24 @@ try:
 except OSError:
     pass
 
-# Tests of the onednn dialect say `REQUIRES: onednn` (or `UNSUPPORTED:
-# onednn` for a build without it): CMake found oneDNN.
+# What CMake found (test/lit/CMakeCache.txt of the build): tests of the
+# onednn dialect say `REQUIRES: onednn` (or `UNSUPPORTED: onednn` for a
+# build without it), of remat{solver=ilp} `REQUIRES: glpk`, and of the mpi
+# dialect `REQUIRES: mpi` (which needs mpirun too).
 try:
     with open(os.path.join(raf_bin, "CMakeCache.txt")) as f:
-        if "RAF_HAVE_ONEDNN:INTERNAL=ON" in f.read():
-            config.available_features.add("onednn")
+        cache = f.read()
 except OSError:
-    pass
-
-# Tests of remat{solver=ilp} say `REQUIRES: glpk`: CMake found GLPK.
-try:
-    with open(os.path.join(raf_bin, "CMakeCache.txt")) as f:
-        if "RAF_HAVE_GLPK:INTERNAL=ON" in f.read():
-            config.available_features.add("glpk")
-except OSError:
-    pass
+    cache = ""
+for feature in ("onednn", "glpk", "mpi"):
+    if "RAF_HAVE_%s:INTERNAL=ON" % feature.upper() in cache:
+        if feature != "mpi" or shutil.which("mpirun"):
+            config.available_features.add(feature)
+# %mpirun N: N ranks on this machine, as root and on fewer cores than
+# ranks, under a timeout so that a hang fails.
+config.substitutions.append(
+    ("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+     "timeout 120 mpirun --oversubscribe --allow-run-as-root -np"))
 
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
