@@ -64,8 +64,8 @@ PY
       || { echo "$v failed:"; tail -5 "$tmp/$v.out"; continue; }
     ms=$(median_ms "$tmp/$v.jsonl")
     [ -n "$one" ] || one=$ms
-    comm=$(sed -n 's/.*comm: .*\([0-9.]*%\) of the step.*/\1/p' "$tmp/$v.out" | head -1)
-    sent=$(sed -n 's/.*comm: \([0-9.]*\) MB sent per rank per step.*/\1/p' "$tmp/$v.out" | head -1)
+    comm=$(sed -n 's/.*comm: .*(\([0-9.]*%\) of the step).*/\1/p' "$tmp/$v.out" | head -1)
+    sent=$(sed -n 's/.*comm: \([0-9.]*\) MB .*sent per rank per step.*/\1/p' "$tmp/$v.out" | head -1)
     read -r pk args <<< "$peak"
     printf '%-22s %10s %10.0f %8.1f%% %12s %14s %8.1f/%.1f\n' "$v" "$ms" \
       "$(echo "$tokens * 1000 / $ms" | bc -l)" "$(echo "100 * $one / $ms" | bc -l)" \
