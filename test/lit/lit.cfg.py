@@ -69,10 +69,14 @@ for feature in ("onednn", "glpk", "mpi"):
         if feature != "mpi" or shutil.which("mpirun"):
             config.available_features.add(feature)
 # %mpirun N: N ranks on this machine, as root and on fewer cores than
-# ranks, under a timeout so that a hang fails.
+# ranks, under a timeout so that a hang fails; Open MPI's own allocations
+# are not raf's leaks (test/dist/lsan.supp).
 config.substitutions.append(
     ("%mpirun", "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-     "timeout 120 mpirun --oversubscribe --allow-run-as-root -np"))
+     "LSAN_OPTIONS=suppressions=%s:fast_unwind_on_malloc=0 "
+     "timeout 120 mpirun --oversubscribe --allow-run-as-root -np"
+     % os.path.join(os.path.dirname(os.path.dirname(__file__)), "dist",
+                    "lsan.supp")))
 
 # GPU tests say `REQUIRES: cuda`.
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
