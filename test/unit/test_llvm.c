@@ -55,6 +55,8 @@ typedef struct text {
 static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(text *t, const char *fmt, ...) {
   va_list ap;
+  if (!t->s) /* no arithmetic on the NULL of an empty text */
+    t->s = calloc(1, t->cap = 256);
   for (;;) {
     va_start(ap, fmt);
     int n = vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
