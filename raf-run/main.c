@@ -737,6 +737,16 @@ static void print_comm(const raf_exec *ex, const options *o, double total_ms) {
           ms / steps, total_ms > 0 ? 100 * ms / total_ms : 0.0);
 }
 
+/* A rank that fails after the ranks started working together reports and
+ * ends the whole job (MPI_Abort), so that none waits in a collective. */
+static void end_job_on_error(const raf_ctx *ctx, const rr_dist *d,
+                             raf_status rc) {
+  if (rc == RAF_OK || d->world <= 1)
+    return;
+  rr_dist_render(ctx, d, stderr);
+  raf_mpi_abort(1);
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
@@ -772,6 +782,8 @@ int main(int argc, char **argv) {
   dataset ds[MAX_DATASETS];
   memset(ds, 0, sizeof ds);
   bool failed = false, leader = d.rank == 0;
+  char rank_tag[32];
+  snprintf(rank_tag, sizeof rank_tag, "rank %d: ", d.rank);
   if (!ex)
     rc = RAF_ERROR;
   if (rc == RAF_OK && f->nargs > 1024) {
@@ -811,17 +823,13 @@ int main(int argc, char **argv) {
   }
   /* From here a rank that fails may leave the others waiting in a
    * collective: it ends the job. */
-  if (!setup_failed && rc != RAF_OK && d.world > 1) {
-    rr_dist_render(ctx, &d, stderr);
-    raf_mpi_abort(1);
-  }
+  if (!setup_failed)
+    end_job_on_error(ctx, &d, rc);
   if (rc == RAF_OK && o.save)
     rc = save_checkpoint(ctx, m, f, &o, &d, args);
-  if (rc == RAF_OK && o.print_memory && d.world > 1)
-    printf("rank %d: peak tensor memory: %zu bytes\n", d.rank,
+  if (rc == RAF_OK && o.print_memory)
+    printf("%speak tensor memory: %zu bytes\n", d.world > 1 ? rank_tag : "",
            raf_exec_peak_bytes(ex));
-  else if (rc == RAF_OK && o.print_memory)
-    printf("peak tensor memory: %zu bytes\n", raf_exec_peak_bytes(ex));
   if (ex && o.print_jit_stats && leader)
     raf_llvm_report(ex, stderr);
   if (rc == RAF_OK && o.print_comm && leader)
@@ -829,10 +837,8 @@ int main(int argc, char **argv) {
   if (rc == RAF_OK && o.profile_top > 0 && !o.gradcheck && leader &&
       rr_profile_report(ex, stderr, o.profile_top) != RAF_OK)
     rc = RAF_ERROR;
-  if (!setup_failed && rc != RAF_OK && d.world > 1) {
-    rr_dist_render(ctx, &d, stderr);
-    raf_mpi_abort(1);
-  }
+  if (!setup_failed)
+    end_job_on_error(ctx, &d, rc);
   if (leader)
     rr_dist_render(ctx, &d, stderr);
   for (int k = 0; k < o.ndatasets; k++)

@@ -59,7 +59,7 @@ static bool wants_mpi(const raf_stmt *s) {
   return d && strcmp(d, "mpi") == 0;
 }
 
-static raf_status mpi_missing(const raf_kernel *k) {
+static raf_status mpi_collective(const raf_kernel *k) {
   return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
 }
 
@@ -96,16 +96,6 @@ raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
   (void)part, (void)nbytes, (void)all;
   return no_mpi(ctx);
 }
-
-const raf_dialect_hooks raf_mpi_hooks = {.prepare = mpi_prepare,
-                                         .release = mpi_release};
-
-const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT] = {
-    [RAF_OP_ALL_REDUCE] = mpi_missing,
-    [RAF_OP_REDUCE_SCATTER] = mpi_missing,
-    [RAF_OP_ALL_GATHER] = mpi_missing,
-    [RAF_OP_ALL_SLICE] = mpi_missing,
-};
 
 #else /* RAF_HAVE_MPI */
 
@@ -364,6 +354,9 @@ static raf_status mpi_collective(const raf_kernel *k) {
   return raf_kernel_fail(k, "MPI: %s", msg);
 }
 
+#endif /* RAF_HAVE_MPI */
+
+/* Either build's prepare hook and kernel (without MPI, ones that refuse). */
 const raf_dialect_hooks raf_mpi_hooks = {.prepare = mpi_prepare,
                                          .release = mpi_release};
 
@@ -373,5 +366,3 @@ const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT] = {
     [RAF_OP_ALL_GATHER] = mpi_collective,
     [RAF_OP_ALL_SLICE] = mpi_collective,
 };
-
-#endif /* RAF_HAVE_MPI */
