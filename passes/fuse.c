@@ -77,7 +77,11 @@
  *
  * What becomes a fused function. A group is kept when it has at least two
  * members that are not reshapes (a group of one statement, or one
- * statement and a free reshape, is left alone), at most 64 inputs and 64
+ * statement and a free reshape, is left alone), or when its one such
+ * member is elementwise over at least 2^16 elements: a compiled loop runs
+ * it tens of times faster than the reference kernel would (ResNet's relu
+ * gradient, a `where` between a pooling gradient and a batch_norm
+ * gradient, took 10% of its step on cpu-ref); at most 64 inputs and 64
  * results (the executor's limit on a call), at least one result used
  * outside it, and at least one input (a group that reads only constants
  * computes a constant: canonicalize's business). A reshape at the end of a
@@ -215,6 +219,14 @@ static unsigned new_stamp(fuser *F) {
 }
 
 static bool fusable(const node *x) { return x->cls >= C_ELEM; }
+
+/* An elementwise statement over at least this many elements becomes a
+ * fused function even alone (see the header). */
+#define ALONE_MIN_ELEMS ((int64_t)1 << 16)
+
+static bool worth_alone(const node *x) {
+  return x->cls == C_ELEM && !x->pruned && x->numel >= ALONE_MIN_ELEMS;
+}
 
 static bool has_ref_attr(const raf_stmt *s) {
   for (int i = 0; i < s->attrs.n; i++)
@@ -881,6 +893,16 @@ static int number_groups(fuser *F, int *gid, int *mem, group **out) {
   for (int k = 0; k < n; k++)
     if ((fusable(&nd[k]) || nd[k].claimed) && !nd[k].pruned)
       weight[find(nd, k)] += nd[k].cls != C_RESHAPE || nd[k].claimed;
+  /* A large elementwise statement alone counts as two (see the header);
+   * id_of is free until the groups are numbered below. */
+  for (int k = 0; k < n; k++)
+    if (worth_alone(&nd[k]) && weight[find(nd, k)] == 1)
+      id_of[find(nd, k)] = -2;
+  for (int k = 0; k < n; k++) {
+    int r = find(nd, k);
+    if (id_of[r] == -2)
+      weight[r] = 2, id_of[r] = -1;
+  }
   for (int k = 0; k < n; k++) {
     gid[k] = -1;
     if ((!fusable(&nd[k]) && !nd[k].claimed) || nd[k].pruned)
