@@ -1,4 +1,4 @@
-/* onednn.h: what the onednn dialect (runtime/onednn.c) tells about an
+/* onednn.h: what the onednn dialect (runtime/onednn/) tells about an
  * executor, for tests and reports. */
 #ifndef RAF_ONEDNN_H
 #define RAF_ONEDNN_H

@@ -408,6 +408,177 @@ static void test_attention(int trials) {
   }
 }
 
+/* ---- conv2d, pooling, batch_norm against cpu-ref --------------------------- */
+
+/* The worst error seen per family, |got - want| / (|want| + rms(want)):
+ * docs/Dialects.md states the tolerances these stay under. */
+static double worst_f32[3], worst_bf16[3];
+enum { FAMILY_CONV, FAMILY_POOL, FAMILY_NORM };
+static const char *const family_names[] = {"conv", "pool", "batch_norm"};
+
+/* Whether got is within tol of want, elementwise relative to |want| plus
+ * the root mean square of want (sums that cancel keep the error of their
+ * terms); records the worst. */
+static bool close_rms(const raf_tensor *got, const raf_tensor *want,
+                      double tol, double *worst, const char *what) {
+  raf_dtype dt = want->type->dtype;
+  int64_t n = want->type->numel;
+  double sq = 0, bad = 0;
+  for (int64_t e = 0; e < n; e++) {
+    double y = raf_elem_get_f64(dt, want->data, e);
+    sq += y * y;
+  }
+  double rms = n ? sqrt(sq / (double)n) : 0;
+  for (int64_t e = 0; e < n; e++) {
+    double x = raf_elem_get_f64(dt, got->data, e),
+           y = raf_elem_get_f64(dt, want->data, e);
+    double r = fabs(x - y) / (fabs(y) + rms + 1e-30);
+    if (!(r <= bad)) /* NaN counts as bad */
+      bad = r;
+  }
+  if (bad > *worst)
+    *worst = bad;
+  if (!(bad <= tol))
+    fprintf(stderr, "%s: error %g over tolerance %g\n", what, bad, tol);
+  return bad <= tol;
+}
+
+/* Runs text (function @f, nargs operands, nres results) on cpu-ref and on
+ * onednn at 1 and 3 threads; every statement but return must bind to
+ * onednn; results within tol of cpu-ref's and the same bits at 1 and 3
+ * threads. fix adjusts the random arguments (or NULL). */
+static void compare_with_cpuref(const char *text, int nargs, int nres,
+                                double tol, int family,
+                                void (*fix)(raf_tensor **args)) {
+  program one, three, ref;
+  bool ok = program_open(&ref, text, "cpu-ref", 2) &&
+            program_open(&one, text, "onednn,cblas,cpu-ref", 1) &&
+            program_open(&three, text, "onednn,cblas,cpu-ref", 3);
+  CHECK(ok);
+  if (!ok)
+    return;
+  for (const raf_stmt *s = one.m->first->first; s; s = s->next)
+    if (s->op != RAF_OP_RETURN)
+      CHECK(strcmp(raf_stmt_attr_str(s, "dialect"), "onednn") == 0);
+  raf_tensor **args = random_args(&ref);
+  if (fix)
+    fix(args);
+  raf_tensor **args1 = copy_args(&one, args);
+  raf_tensor **args3 = copy_args(&three, args);
+  raf_tensor **rr = run_all(&ref, args), **r1 = run_all(&one, args1),
+             **r3 = run_all(&three, args3);
+  CHECK(rr && r1 && r3);
+  if (rr && r1 && r3) {
+    bool good = true;
+    double *worst = args[0]->type->dtype == RAF_BF16 ? &worst_bf16[family]
+                                                     : &worst_f32[family];
+    for (int i = 0; i < nres; i++) {
+      char what[64];
+      snprintf(what, sizeof what, "result %d", i);
+      good &= close_rms(r1[i], rr[i], tol, worst, what);
+      good &= memcmp(r1[i]->data, r3[i]->data, r1[i]->nbytes) == 0;
+    }
+    if (!good)
+      fprintf(stderr, "in:\n%s", text);
+    CHECK(good);
+  }
+  program *ps[] = {&ref, &one, &three};
+  raf_tensor **res[] = {rr, r1, r3}, **as[] = {args, args1, args3};
+  for (int i = 0; i < 3; i++) {
+    if (res[i])
+      free_tensors(ps[i], res[i], nres);
+    free_tensors(ps[i], as[i], nargs);
+    program_close(ps[i]);
+  }
+}
+
+/* Tolerances (close_rms's measure) of f32 and bf16 results. */
+#define TOL_F32 1e-5
+#define TOL_BF16 0x1p-6
+
+typedef struct conv_case {
+  raf_dtype dt;
+  int64_t n, c, h, w, o, groups, kh, kw;
+  int64_t stride[2], pad[2], dil[2];
+} conv_case;
+
+static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p,
+                        int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+/* conv2d and both gradients of one case. */
+static void run_conv_case(const conv_case *c) {
+  int64_t oh = conv_out(c->h, c->kh, c->stride[0], c->pad[0], c->dil[0]),
+          ow = conv_out(c->w, c->kw, c->stride[1], c->pad[1], c->dil[1]);
+  int64_t xd[4] = {c->n, c->c, c->h, c->w},
+          wd[4] = {c->o, c->c / c->groups, c->kh, c->kw},
+          yd[4] = {c->n, c->o, oh, ow};
+  char tx[64], tw[64], ty[64], attrs[256], text[2048];
+  type_text(tx, sizeof tx, c->dt, 4, xd);
+  type_text(tw, sizeof tw, c->dt, 4, wd);
+  type_text(ty, sizeof ty, c->dt, 4, yd);
+  snprintf(attrs, sizeof attrs,
+           "stride = [%lld, %lld], padding = [%lld, %lld], "
+           "dilation = [%lld, %lld], groups = %lld",
+           (long long)c->stride[0], (long long)c->stride[1],
+           (long long)c->pad[0], (long long)c->pad[1], (long long)c->dil[0],
+           (long long)c->dil[1], (long long)c->groups);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%w: %s, %%dy: %s) -> (%s, %s, %s) {\n"
+           "  %%y = conv2d(%%x, %%w) {%s}\n"
+           "  %%dx = conv2d_grad_input(%%dy, %%w) {%s, shape = [%lld, %lld, "
+           "%lld, %lld]}\n"
+           "  %%dw = conv2d_grad_weight(%%dy, %%x) {%s, shape = [%lld, %lld, "
+           "%lld, %lld]}\n"
+           "  return %%y, %%dx, %%dw\n"
+           "}\n",
+           tx, tw, ty, ty, tx, tw, attrs, attrs, (long long)xd[0],
+           (long long)xd[1], (long long)xd[2], (long long)xd[3], attrs,
+           (long long)wd[0], (long long)wd[1], (long long)wd[2],
+           (long long)wd[3]);
+  compare_with_cpuref(text, 3, 3, c->dt == RAF_BF16 ? TOL_BF16 : TOL_F32,
+                      FAMILY_CONV, NULL);
+}
+
+static void test_conv(int trials) {
+  /* ResNet's shapes (small batches), a 1x1 downsample, a depthwise
+   * convolution, batch 1, odd sizes, a last row of the input never read. */
+  static const conv_case fixed[] = {
+      {RAF_F32, 2, 3, 32, 32, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
+      {RAF_F32, 4, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 3, 512, 3, 3, 512, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 4, 64, 8, 8, 128, 1, 1, 1, {2, 2}, {0, 0}, {1, 1}},
+      {RAF_F32, 2, 32, 9, 9, 32, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 1, 5, 7, 11, 3, 1, 2, 3, {2, 3}, {0, 1}, {2, 1}},
+      {RAF_F32, 5, 6, 7, 7, 4, 2, 2, 2, {2, 2}, {0, 0}, {1, 1}},
+      {RAF_BF16, 2, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_BF16, 2, 3, 16, 16, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    run_conv_case(&fixed[i]);
+  for (int t = 0; t < trials; t++) {
+    conv_case c = {.dt = t % 4 == 3 ? RAF_BF16 : RAF_F32};
+    c.groups = rand_int(0, 2) ? 1 : rand_int(1, 4);
+    c.n = rand_int(1, 5);
+    c.c = c.groups * rand_int(1, 12);
+    c.o = c.groups * rand_int(1, 12);
+    for (int d = 0; d < 2; d++) {
+      int64_t k = rand_int(1, 5), dil = rand_int(0, 3) ? 1 : rand_int(1, 3);
+      int64_t pad = rand_int(0, 2), stride = rand_int(1, 3);
+      int64_t in = rand_int(1, 14);
+      if (in + 2 * pad < dil * (k - 1) + 1) /* the kernel must fit */
+        in = dil * (k - 1) + 1;
+      c.stride[d] = stride;
+      c.pad[d] = pad;
+      c.dil[d] = dil;
+      *(d ? &c.kw : &c.kh) = k;
+      *(d ? &c.w : &c.h) = in;
+    }
+    run_conv_case(&c);
+  }
+}
+
 /* f32 and f16 matmuls stay with cblas (oneDNN 2.6 has no f16 on the CPU). */
 static void test_dispatch(void) {
   static const raf_dtype others[] = {RAF_F32, RAF_F16};
@@ -478,6 +649,10 @@ int main(void) {
   test_fixed_shapes();
   test_random_shapes(60);
   test_attention(40);
+  test_conv(60);
+  for (int f = 0; f < 3; f++)
+    printf("test_onednn: %s: worst error f32 %.3g, bf16 %.3g\n",
+           family_names[f], worst_f32[f], worst_bf16[f]);
   if (failures)
     fprintf(stderr, "test_onednn: %d failures\n", failures);
   return failures != 0;
