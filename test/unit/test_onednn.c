@@ -579,6 +579,79 @@ static void test_conv(int trials) {
   }
 }
 
+typedef struct pool_case {
+  raf_dtype dt;
+  int64_t n, c, h, w, kernel[2], stride[2], pad[2];
+  bool ties; /* x takes few values: windows with equal maxima */
+} pool_case;
+
+/* x (the first argument) rounded to multiples of 1/2: ties. */
+static void make_ties(raf_tensor **args) {
+  raf_tensor *x = args[0];
+  for (int64_t e = 0; e < x->type->numel; e++)
+    raf_elem_set_f64(x->type->dtype, x->data, e,
+                     floor(2 * raf_elem_get_f64(x->type->dtype, x->data, e)) /
+                         2);
+}
+
+/* Both poolings and their gradients of one case. */
+static void run_pool_case(const pool_case *c) {
+  int64_t oh = (c->h + 2 * c->pad[0] - c->kernel[0]) / c->stride[0] + 1,
+          ow = (c->w + 2 * c->pad[1] - c->kernel[1]) / c->stride[1] + 1;
+  int64_t xd[4] = {c->n, c->c, c->h, c->w}, yd[4] = {c->n, c->c, oh, ow};
+  char tx[64], ty[64], attrs[160], text[2048];
+  type_text(tx, sizeof tx, c->dt, 4, xd);
+  type_text(ty, sizeof ty, c->dt, 4, yd);
+  snprintf(attrs, sizeof attrs,
+           "kernel = [%lld, %lld], stride = [%lld, %lld], "
+           "padding = [%lld, %lld]",
+           (long long)c->kernel[0], (long long)c->kernel[1],
+           (long long)c->stride[0], (long long)c->stride[1],
+           (long long)c->pad[0], (long long)c->pad[1]);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%dy: %s) -> (%s, %s, %s, %s) {\n"
+           "  %%m = max_pool2d(%%x) {%s}\n"
+           "  %%a = avg_pool2d(%%x) {%s}\n"
+           "  %%dm = max_pool2d_grad(%%dy, %%x) {%s}\n"
+           "  %%da = avg_pool2d_grad(%%dy) {%s, shape = [%lld, %lld, %lld, "
+           "%lld]}\n"
+           "  return %%m, %%a, %%dm, %%da\n"
+           "}\n",
+           tx, ty, ty, ty, tx, tx, attrs, attrs, attrs, attrs,
+           (long long)xd[0], (long long)xd[1], (long long)xd[2],
+           (long long)xd[3]);
+  compare_with_cpuref(text, 2, 4, c->dt == RAF_BF16 ? TOL_BF16 : TOL_F32,
+                      FAMILY_POOL, c->ties ? make_ties : NULL);
+}
+
+static void test_pool(int trials) {
+  /* ResNet's max pool (3x3, stride 2, padding 1) and global average pool,
+   * a last row never read, batch 1, ties. */
+  static const pool_case fixed[] = {
+      {RAF_F32, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false},
+      {RAF_F32, 3, 16, 7, 7, {7, 7}, {1, 1}, {0, 0}, false},
+      {RAF_F32, 1, 3, 7, 9, {2, 2}, {2, 2}, {0, 0}, false},
+      {RAF_F32, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true},
+      {RAF_BF16, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false},
+      {RAF_BF16, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    run_pool_case(&fixed[i]);
+  for (int t = 0; t < trials; t++) {
+    pool_case c = {.dt = t % 4 == 3 ? RAF_BF16 : RAF_F32,
+                   .n = rand_int(1, 5), .c = rand_int(1, 9),
+                   .ties = rand_int(0, 2) == 0};
+    for (int d = 0; d < 2; d++) {
+      c.kernel[d] = rand_int(1, 5);
+      c.stride[d] = rand_int(1, 3);
+      c.pad[d] = rand_int(0, c.kernel[d] / 2);
+      int64_t in = rand_int(1, 15);
+      *(d ? &c.w : &c.h) = in < c.kernel[d] ? c.kernel[d] : in;
+    }
+    run_pool_case(&c);
+  }
+}
+
 /* f32 and f16 matmuls stay with cblas (oneDNN 2.6 has no f16 on the CPU). */
 static void test_dispatch(void) {
   static const raf_dtype others[] = {RAF_F32, RAF_F16};
@@ -650,6 +723,7 @@ int main(void) {
   test_random_shapes(60);
   test_attention(40);
   test_conv(60);
+  test_pool(60);
   for (int f = 0; f < 3; f++)
     printf("test_onednn: %s: worst error f32 %.3g, bf16 %.3g\n",
            family_names[f], worst_f32[f], worst_bf16[f]);
