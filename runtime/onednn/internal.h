@@ -41,7 +41,7 @@ typedef struct onednn_mm_prim {
  * primitive runs on (md) and the tensor's own plain one (user), with a
  * reorder between them where they differ (user to md for an input, md to
  * user for a result), into a buffer of the caller's work memory. */
-enum { ONEDNN_KEY_WORDS = 24, ONEDNN_MAX_ARGS = 8 };
+enum { ONEDNN_KEY_WORDS = 24, ONEDNN_MAX_ARGS = 12 };
 typedef struct onednn_key {
   int64_t w[ONEDNN_KEY_WORDS];
 } onednn_key;

@@ -495,6 +495,9 @@ static void compare_with_cpuref(const char *text, int nargs, int nres,
 /* Tolerances (close_rms's measure) of f32 and bf16 results. */
 #define TOL_F32 1e-5
 #define TOL_BF16 0x1p-6
+/* batch_norm_grad's dx in training cancels: with two values per channel
+ * f32 loses about five bits more than the convolutions. */
+#define TOL_NORM 1e-4
 
 typedef struct conv_case {
   raf_dtype dt;
@@ -652,6 +655,54 @@ static void test_pool(int trials) {
   }
 }
 
+/* The running variance (argument 4) positive. */
+static void positive_variance(raf_tensor **args) {
+  raf_tensor *v = args[4];
+  for (int64_t e = 0; e < v->type->numel; e++)
+    raf_elem_set_f64(RAF_F32, v->data, e,
+                     fabs(raf_elem_get_f64(RAF_F32, v->data, e)) + 0.1);
+}
+
+/* batch_norm and its gradient on x of rank `rank`, training or not. */
+static void run_bn_case(int rank, const int64_t *dims, bool training,
+                        double momentum, double eps) {
+  char tx[64], tc[64], text[2048];
+  type_text(tx, sizeof tx, RAF_F32, rank, dims);
+  type_text(tc, sizeof tc, RAF_F32, 1, &dims[1]);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%gamma: %s, %%beta: %s, %%mean: %s, %%var: %s, "
+           "%%dy: %s) -> (%s, %s, %s, %s, %s, %s) {\n"
+           "  %%y, %%nm, %%nv = batch_norm(%%x, %%gamma, %%beta, %%mean, "
+           "%%var) {eps = %.17g, momentum = %.17g, training = %s}\n"
+           "  %%dx, %%dg, %%db = batch_norm_grad(%%dy, %%x, %%gamma, %%mean, "
+           "%%var) {eps = %.17g, training = %s}\n"
+           "  return %%y, %%nm, %%nv, %%dx, %%dg, %%db\n"
+           "}\n",
+           tx, tc, tc, tc, tc, tx, tx, tc, tc, tx, tc, tc, eps, momentum,
+           training ? "true" : "false", eps, training ? "true" : "false");
+  compare_with_cpuref(text, 6, 6, TOL_NORM, FAMILY_NORM, positive_variance);
+}
+
+static void test_batch_norm(int trials) {
+  static const int64_t resnet[] = {4, 64, 14, 14}, fc[] = {5, 7},
+                       seq[] = {3, 6, 11}, big[] = {2, 300, 30, 30};
+  for (int training = 0; training < 2; training++) {
+    run_bn_case(4, resnet, training, 0.1, 1e-5);
+    run_bn_case(2, fc, training, 0.1, 1e-5);
+    run_bn_case(3, seq, training, 0.3, 1e-3);
+    run_bn_case(4, big, training, 0.1, 1e-5);
+  }
+  for (int t = 0; t < trials; t++) {
+    int rank = (int)rand_int(2, 4);
+    int64_t dims[4];
+    for (int d = 0; d < rank; d++)
+      dims[d] = rand_int(1, d == 1 ? 40 : 9);
+    if (dims[0] * (rank > 2 ? dims[2] : 1) * (rank > 3 ? dims[3] : 1) < 2)
+      dims[0] = 2; /* training wants two values per channel */
+    run_bn_case(rank, dims, t & 1, 0.1 * (double)rand_int(0, 10), 1e-5);
+  }
+}
+
 /* f32 and f16 matmuls stay with cblas (oneDNN 2.6 has no f16 on the CPU). */
 static void test_dispatch(void) {
   static const raf_dtype others[] = {RAF_F32, RAF_F16};
@@ -724,6 +775,7 @@ int main(void) {
   test_attention(40);
   test_conv(60);
   test_pool(60);
+  test_batch_norm(40);
   for (int f = 0; f < 3; f++)
     printf("test_onednn: %s: worst error f32 %.3g, bf16 %.3g\n",
            family_names[f], worst_f32[f], worst_bf16[f]);
