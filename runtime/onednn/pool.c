@@ -9,6 +9,11 @@
  * right and bottom padding oneDNN wants is what the floor-mode output
  * size needs (none when the last input rows are never read).
  *
+ * NaN: oneDNN's max pooling skips NaNs, where PyTorch and cpu-ref let a
+ * NaN win its window (the last NaN, for the gradient). So the max kernels
+ * scan each chunk's x for NaN first (one pass over data the pooling reads
+ * anyway), and pool a chunk that has one with cpu-ref's loop instead.
+ *
  * max_pool2d_grad(dy, x) has no forward workspace (the indices of the
  * maxima) to read, so each task pools its images again with oneDNN's
  * training forward, which records them, and then runs the backward; the
@@ -27,6 +32,7 @@
 
 #include "runtime/onednn/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +52,7 @@ typedef struct pool_plan {
   raf_dtype dt;
   int64_t n, chunk, nchunks;
   int64_t x_image, y_image;
+  int64_t c, h, w, oh, ow, kh, kw, sh, sw, ph, pw; /* for chunks with NaN */
   /* Per chunk size (full) and the shorter last: the op's primitive, and
    * for max_pool2d_grad the training forward that records the maxima. */
   const onednn_prim *full, *last, *full_fwd, *last_fwd;
@@ -161,6 +168,9 @@ static void plan_pool(onednn_state *st, const raf_stmt *s, pool_plan *p) {
   k[K_PH] = pad.u.ints.v[0];
   k[K_PW] = pad.u.ints.v[1];
   p->n = x->dims[0];
+  p->c = k[K_C], p->h = k[K_H], p->w = k[K_W], p->oh = k[K_OH];
+  p->ow = k[K_OW], p->kh = k[K_KH], p->kw = k[K_KW], p->sh = k[K_SH];
+  p->sw = k[K_SW], p->ph = k[K_PH], p->pw = k[K_PW];
   p->x_image = k[K_C] * k[K_H] * k[K_W];
   p->y_image = k[K_C] * k[K_OH] * k[K_OW];
   if (x->numel == 0 || y->numel == 0)
@@ -220,6 +230,69 @@ typedef struct pool_job {
   atomic_int status;
 } pool_job;
 
+/* Whether x[0, n) of dtype dt (f32 or bf16) holds a NaN. */
+static bool has_nan(const void *x, raf_dtype dt, int64_t n) {
+  bool nan = false;
+  if (dt == RAF_F32) {
+    const float *f = x;
+    for (int64_t e = 0; e < n; e++)
+      nan |= f[e] != f[e];
+  } else {
+    const uint16_t *b = x;
+    for (int64_t e = 0; e < n; e++)
+      nan |= (b[e] & 0x7fff) > 0x7f80;
+  }
+  return nan;
+}
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Max pooling of images [i0, i0 + images) as cpu-ref's: per window its
+ * first strict maximum, or its last NaN; forward into y, or, with dy,
+ * the gradient into dx (f32 sums, rounded once). */
+static dnnl_status_t max_pool_reference(const pool_plan *p, const char *x,
+                               const char *dy, char *out, int64_t i0,
+                               int64_t images) {
+  const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
+  float *sums = NULL;
+  if (dy) {
+    sums = calloc((size_t)(H * W), sizeof *sums);
+    if (!sums)
+      return dnnl_out_of_memory;
+  }
+  for (int64_t plane = i0 * p->c; plane < (i0 + images) * p->c; plane++) {
+    int64_t xo = plane * H * W, yo = plane * OH * OW;
+    if (dy)
+      memset(sums, 0, sizeof *sums * (size_t)(H * W));
+    for (int64_t i = 0; i < OH; i++) {
+      int64_t h0 = i * p->sh - p->ph;
+      int64_t hlo = max64(h0, 0), hhi = onednn_min64(h0 + p->kh, H);
+      for (int64_t q = 0; q < OW; q++) {
+        int64_t w0 = q * p->sw - p->pw;
+        int64_t wlo = max64(w0, 0), whi = onednn_min64(w0 + p->kw, W);
+        double top = -INFINITY;
+        int64_t at = hlo * W + wlo;
+        for (int64_t a = hlo; a < hhi; a++)
+          for (int64_t b = wlo; b < whi; b++) {
+            double v = raf_elem_get_f64(p->dt, x, xo + a * W + b);
+            if (v > top || v != v) {
+              top = v;
+              at = a * W + b;
+            }
+          }
+        if (!dy)
+          raf_elem_set_f64(p->dt, out, yo + i * OW + q, top);
+        else if (hlo < hhi && wlo < whi)
+          sums[at] += (float)raf_elem_get_f64(p->dt, dy, yo + i * OW + q);
+      }
+    }
+    for (int64_t e = 0; dy && e < H * W; e++)
+      raf_elem_set_f64(p->dt, out, xo + e, sums[e]);
+  }
+  free(sums);
+  return dnnl_success;
+}
+
 /* max_pool2d_grad of one chunk: the training forward of its x records
  * the maxima in the workspace; the backward sends dy there. */
 static dnnl_status_t max_grad_chunk(const pool_job *j, const onednn_prim *bwd,
@@ -254,8 +327,14 @@ static void pool_tasks(void *data, int64_t begin, int64_t end) {
     const onednn_prim *pr = full ? p->full : p->last;
     size_t xo = (size_t)(i0 * p->x_image) * j->size,
            yo = (size_t)(i0 * p->y_image) * j->size;
-    dnnl_status_t rc;
-    if (p->op == RAF_OP_MAX_POOL2D_GRAD) {
+    dnnl_status_t rc = dnnl_success;
+    bool max = p->op == RAF_OP_MAX_POOL2D || p->op == RAF_OP_MAX_POOL2D_GRAD;
+    const char *x = p->op == RAF_OP_MAX_POOL2D ? j->a : j->x;
+    int64_t images = onednn_min64(p->chunk, p->n - i0);
+    if (max && has_nan(x + xo, p->dt, images * p->x_image)) {
+      rc = max_pool_reference(p, x, p->op == RAF_OP_MAX_POOL2D ? NULL : j->a,
+                         j->r, i0, images);
+    } else if (p->op == RAF_OP_MAX_POOL2D_GRAD) {
       rc = max_grad_chunk(j, pr, full ? p->full_fwd : p->last_fwd, j->a + yo,
                           j->x + xo, j->r + xo, work);
     } else {

@@ -426,12 +426,14 @@ static bool close_rms(const raf_tensor *got, const raf_tensor *want,
   double sq = 0, bad = 0;
   for (int64_t e = 0; e < n; e++) {
     double y = raf_elem_get_f64(dt, want->data, e);
-    sq += y * y;
+    sq += isnan(y) ? 0 : y * y;
   }
   double rms = n ? sqrt(sq / (double)n) : 0;
   for (int64_t e = 0; e < n; e++) {
     double x = raf_elem_get_f64(dt, got->data, e),
            y = raf_elem_get_f64(dt, want->data, e);
+    if (isnan(x) && isnan(y))
+      continue;
     double r = fabs(x - y) / (fabs(y) + rms + 1e-30);
     if (!(r <= bad)) /* NaN counts as bad */
       bad = r;
@@ -586,7 +588,15 @@ typedef struct pool_case {
   raf_dtype dt;
   int64_t n, c, h, w, kernel[2], stride[2], pad[2];
   bool ties; /* x takes few values: windows with equal maxima */
+  bool nans; /* some of x is NaN: it wins its windows */
 } pool_case;
+
+/* Every 13th element of x (the first argument) NaN. */
+static void make_nans(raf_tensor **args) {
+  raf_tensor *x = args[0];
+  for (int64_t e = 0; e < x->type->numel; e += 13)
+    raf_elem_set_f64(x->type->dtype, x->data, e, NAN);
+}
 
 /* x (the first argument) rounded to multiples of 1/2: ties. */
 static void make_ties(raf_tensor **args) {
@@ -624,19 +634,22 @@ static void run_pool_case(const pool_case *c) {
            (long long)xd[0], (long long)xd[1], (long long)xd[2],
            (long long)xd[3]);
   compare_with_cpuref(text, 2, 4, c->dt == RAF_BF16 ? TOL_BF16 : TOL_F32,
-                      FAMILY_POOL, c->ties ? make_ties : NULL);
+                      FAMILY_POOL,
+                      c->nans ? make_nans : c->ties ? make_ties : NULL);
 }
 
 static void test_pool(int trials) {
   /* ResNet's max pool (3x3, stride 2, padding 1) and global average pool,
-   * a last row never read, batch 1, ties. */
+   * a last row never read, batch 1, ties, NaNs. */
   static const pool_case fixed[] = {
-      {RAF_F32, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false},
-      {RAF_F32, 3, 16, 7, 7, {7, 7}, {1, 1}, {0, 0}, false},
-      {RAF_F32, 1, 3, 7, 9, {2, 2}, {2, 2}, {0, 0}, false},
-      {RAF_F32, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true},
-      {RAF_BF16, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false},
-      {RAF_BF16, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true},
+      {RAF_F32, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false, false},
+      {RAF_F32, 3, 16, 7, 7, {7, 7}, {1, 1}, {0, 0}, false, false},
+      {RAF_F32, 1, 3, 7, 9, {2, 2}, {2, 2}, {0, 0}, false, false},
+      {RAF_F32, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true, false},
+      {RAF_BF16, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false, false},
+      {RAF_BF16, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true, false},
+      {RAF_F32, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
+      {RAF_BF16, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     run_pool_case(&fixed[i]);
