@@ -24,8 +24,8 @@
  * the activations in each task, w once per call (on the calling thread),
  * and the weight gradient's partials are summed in oneDNN's layout and
  * reordered once. Where oneDNN has no such primitive (or a reorder would
- * need scratch memory) the plain layouts are used. docs/Dialects.md has
- * the figures.
+ * need scratch memory), and for the input gradient of fewer than 16
+ * channels, the plain layouts are used. docs/Dialects.md has the figures.
  *
  * Tasks: the batch is split into chunks of images (a shape-fixed split:
  * at most MAX_CHUNKS chunks of about TASK_WORK multiply-adds), each one
@@ -190,9 +190,13 @@ static dnnl_status_t create_conv_on(dnnl_engine_t engine, onednn_prim *pr,
 }
 
 /* oneDNN's preferred layouts, reordered from and to the plain tensors (its
- * blocked kernels are faster, reorders included), else the plain ones. */
+ * blocked kernels are faster, reorders included), else the plain ones.
+ * The input gradient of fewer than 16 channels (a stem's) is plain: the
+ * blocked one pads them to 16 and ran 2 to 10 times slower. */
 static dnnl_status_t create_conv(dnnl_engine_t engine, onednn_prim *pr) {
-  dnnl_status_t rc = create_conv_on(engine, pr, true);
+  bool few = pr->key.w[K_KIND] == CONV_GRAD_INPUT && pr->key.w[K_C] < 16;
+  dnnl_status_t rc = few ? dnnl_unimplemented
+                         : create_conv_on(engine, pr, true);
   return rc == dnnl_success ? rc : create_conv_on(engine, pr, false);
 }
 
