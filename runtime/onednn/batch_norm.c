@@ -13,8 +13,9 @@
  *     use_global_stats), which pass through unchanged.
  *   batch_norm_grad(dy, x, gamma, mean, var): dx, dgamma, dbeta by
  *     oneDNN's backward; training: with the batch's statistics, which the
- *     task recomputes with the training forward (the same primitive as
- *     batch_norm's, so the same bits); not training: with the running ones.
+ *     task recomputes in double (as cpu-ref; cheaper than oneDNN's
+ *     training forward, which would also write a y); not training: with
+ *     the running ones.
  * oneDNN computes in f32 (cpu-ref in double), so results agree within f32
  * rounding of the channel sums; docs/Dialects.md has the measured
  * tolerance. bf16 stays with cpu-ref (the amp pass keeps batch_norm f32).
@@ -29,14 +30,17 @@
 
 #include "runtime/onednn/internal.h"
 
+#include "runtime/vmath.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* About this many elements per block of channels, at most MAX_BLOCKS. */
-#define TASK_WORK ((int64_t)1 << 18)
-enum { MAX_BLOCKS = 64 };
+/* About this many elements per block of channels (its dense copies stay
+ * in L2), at most MAX_BLOCKS blocks. */
+#define TASK_WORK ((int64_t)1 << 16)
+enum { MAX_BLOCKS = 4096 };
 
 enum bn_kind { BN_TRAINING = 1, BN_INFERENCE, BN_GRAD_TRAINING,
                BN_GRAD_INFERENCE };
@@ -49,10 +53,8 @@ typedef struct bn_plan {
   bool training;
   double momentum;
   int64_t n, c, inner, block, nblocks;
-  /* Per block of channels (full) and the shorter last: the op's
-   * primitive, and for the training gradient the forward that gives the
-   * batch's statistics. */
-  const onednn_prim *full, *last, *full_fwd, *last_fwd;
+  /* The primitives of a block of channels and of the shorter last. */
+  const onednn_prim *full, *last;
   size_t prim_bytes, work_bytes; /* per task */
   char why[256];
 } bn_plan;
@@ -134,9 +136,8 @@ static dnnl_status_t create_bn(dnnl_engine_t engine, onednn_prim *pr) {
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
 /* A task's work memory: the primitives' scratch (prim_bytes), the dense
- * copies of a block (x; dy and the training forward's unused y for the
- * gradient), and three [block] vectors (the gradient's recomputed mean
- * and variance, a shift). */
+ * copies of a block (x; and dy for the gradient), and three [block]
+ * vectors (the gradient's recomputed mean and variance, a shift). */
 static size_t block_bytes(const bn_plan *p) {
   return round64(sizeof(float) * (size_t)(p->n * p->block * p->inner));
 }
@@ -184,28 +185,19 @@ static void plan_bn(onednn_state *st, const raf_stmt *s, bn_plan *p) {
   snprintf(what, sizeof what, "f32 %s of %lldx%lldx%lld",
            raf_op_table[s->op].name, (long long)p->n, (long long)p->c,
            (long long)p->inner);
-  const onednn_prim **made[2][2] = {{&p->full, &p->full_fwd},
-                                    {&p->last, &p->last_fwd}};
+  const onednn_prim **made[2] = {&p->full, &p->last};
   int64_t sizes[2] = {p->block, p->c % p->block};
+  k[K_KIND] = kind;
   for (int i = 0; i < 2 && sizes[i]; i++) {
     k[K_BLOCK] = sizes[i];
-    k[K_KIND] = kind;
-    *made[i][0] = onednn_find_prim(st, &key, create_bn, what, p->why,
-                                   sizeof p->why);
-    if (!*made[i][0])
+    *made[i] = onednn_find_prim(st, &key, create_bn, what, p->why,
+                                sizeof p->why);
+    if (!*made[i])
       return;
-    if (kind == BN_GRAD_TRAINING) {
-      k[K_KIND] = BN_TRAINING;
-      *made[i][1] = onednn_find_prim(st, &key, create_bn, what, p->why,
-                                     sizeof p->why);
-      if (!*made[i][1])
-        return;
-    }
-    for (int e = 0; e < 2; e++)
-      if (*made[i][e] && (*made[i][e])->work_bytes > p->prim_bytes)
-        p->prim_bytes = round64((*made[i][e])->work_bytes);
+    if ((*made[i])->work_bytes > p->prim_bytes)
+      p->prim_bytes = round64((*made[i])->work_bytes);
   }
-  p->work_bytes = p->prim_bytes + (grad ? 3 : 1) * block_bytes(p) +
+  p->work_bytes = p->prim_bytes + (grad ? 2 : 1) * block_bytes(p) +
                   3 * vector_bytes(p);
 }
 
@@ -231,7 +223,7 @@ static float *f32_of(const raf_tensor *t) { return (float *)t->data; }
 /* The task's buffers in its work memory. */
 typedef struct bn_buffers {
   char *prim;              /* the primitives' scratch */
-  float *x, *dy, *dst;     /* dense blocks */
+  float *x, *dy;           /* dense blocks */
   float *mean, *var, *shift;
 } bn_buffers;
 
@@ -241,8 +233,7 @@ static bn_buffers buffers_of(const bn_plan *p, char *work) {
   b.x = (float *)at;
   if (p->op == RAF_OP_BATCH_NORM_GRAD) {
     b.dy = (float *)(at + block_bytes(p));
-    b.dst = (float *)(at + 2 * block_bytes(p));
-    at += 2 * block_bytes(p);
+    at += block_bytes(p);
   }
   at += block_bytes(p);
   b.mean = (float *)at;
@@ -298,11 +289,47 @@ static dnnl_status_t forward_block(const bn_job *j, const onednn_prim *pr,
   return rc;
 }
 
-/* batch_norm_grad of channels [c0, c0 + block); training: the batch's
- * statistics first, by the training forward. */
+/* The sum of (x[e] - centre)^power (power 1 or 2) in double, in eight
+ * lanes added in a fixed order (so that the loop vectorizes). */
+RAF_VEC_LOOP static double lanes_sum(const float *x, int64_t n, double centre,
+                                     int power) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8)
+    for (int l = 0; l < 8; l++) {
+      double d = (double)x[e + l] - centre;
+      acc[l] += power == 2 ? d * d : d;
+    }
+  for (; e < n; e++) {
+    double d = (double)x[e] - centre;
+    acc[e & 7] += power == 2 ? d * d : d;
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* The mean and biased variance of each channel of a dense block
+ * [n, block, inner], in double (two passes, as cpu-ref), rounded to f32. */
+static void block_statistics(const bn_plan *p, const float *x, int64_t block,
+                             float *mean, float *var) {
+  double count = (double)(p->n * p->inner);
+  for (int64_t c = 0; c < block; c++) {
+    double sum = 0, sq = 0;
+    for (int64_t b = 0; b < p->n; b++)
+      sum += lanes_sum(x + (b * block + c) * p->inner, p->inner, 0, 1);
+    double m = sum / count;
+    for (int64_t b = 0; b < p->n; b++)
+      sq += lanes_sum(x + (b * block + c) * p->inner, p->inner, m, 2);
+    mean[c] = (float)m;
+    var[c] = (float)(sq / count);
+  }
+}
+
+/* batch_norm_grad of channels [c0, c0 + block); training: with the
+ * batch's statistics, computed here. */
 static dnnl_status_t grad_block(const bn_job *j, const onednn_prim *pr,
-                                const onednn_prim *fwd, int64_t c0,
-                                int64_t block, const bn_buffers *buf) {
+                                int64_t c0, int64_t block,
+                                const bn_buffers *buf) {
   const bn_plan *p = j->p;
   const raf_kernel *k = j->k;
   float *gamma = f32_of(k->in[2]) + c0, *mean = f32_of(k->in[3]) + c0,
@@ -315,8 +342,7 @@ static dnnl_status_t grad_block(const bn_job *j, const onednn_prim *pr,
   if (p->training) {
     mean = buf->mean;
     var = buf->var;
-    void *args[6] = {buf->x, gamma, buf->shift, buf->dst, mean, var};
-    rc = onednn_run_prim(j->engine, fwd, args, 0, buf->prim);
+    block_statistics(p, buf->x, block, mean, var);
   }
   void *args[9] = {buf->x,  mean,    var,   buf->dy, gamma,
                    buf->shift, buf->dy, dgamma, dbeta};
@@ -344,8 +370,7 @@ static void bn_tasks(void *data, int64_t begin, int64_t end) {
     dnnl_status_t rc =
         p->op == RAF_OP_BATCH_NORM
             ? forward_block(j, full ? p->full : p->last, c0, block, &buf)
-            : grad_block(j, full ? p->full : p->last,
-                         full ? p->full_fwd : p->last_fwd, c0, block, &buf);
+            : grad_block(j, full ? p->full : p->last, c0, block, &buf);
     if (rc != dnnl_success) {
       onednn_failed(&j->status, rc);
       break;
