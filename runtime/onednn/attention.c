@@ -66,21 +66,29 @@ static bool plan_block(onednn_state *st, att_plan *p, att_block *b) {
   if (b->kmax == 0)
     return true;
   const int64_t rows = b->rows, kmax = b->kmax;
-  const onednn_mm_prim scores = {.tb = true, .f32_out = true, .m = rows, .n = kmax,
-                       .k = p->d};
+  const onednn_mm_prim scores = {
+      .tb = true, .f32_out = true, .m = rows, .n = kmax, .k = p->d};
   b->scores = onednn_find_mm(st, scores, p->why, sizeof p->why);
   if (!p->backward) {
     const onednn_mm_prim out = {.m = rows, .n = p->dv, .k = kmax};
     b->out = b->scores ? onednn_find_mm(st, out, p->why, sizeof p->why) : NULL;
     return b->out != NULL;
   }
-  const onednn_mm_prim dv = {.ta = true, .f32_out = true, .accumulate = true,
-                   .m = kmax, .n = p->dv, .k = rows};
-  const onednn_mm_prim dp = {.tb = true, .f32_out = true, .m = rows, .n = kmax,
-                   .k = p->dv};
+  const onednn_mm_prim dv = {.ta = true,
+                             .f32_out = true,
+                             .accumulate = true,
+                             .m = kmax,
+                             .n = p->dv,
+                             .k = rows};
+  const onednn_mm_prim dp = {
+      .tb = true, .f32_out = true, .m = rows, .n = kmax, .k = p->dv};
   const onednn_mm_prim dq = {.m = rows, .n = p->d, .k = kmax};
-  const onednn_mm_prim dk = {.ta = true, .f32_out = true, .accumulate = true,
-                   .m = kmax, .n = p->d, .k = rows};
+  const onednn_mm_prim dk = {.ta = true,
+                             .f32_out = true,
+                             .accumulate = true,
+                             .m = kmax,
+                             .n = p->d,
+                             .k = rows};
   const onednn_mm_prim keys[] = {dv, dp, dq, dk};
   const onednn_mm_prim **made[] = {&b->dv, &b->dp, &b->dq, &b->dk};
   for (int i = 0; i < 4 && b->scores; i++)
@@ -91,14 +99,12 @@ static bool plan_block(onednn_state *st, att_plan *p, att_block *b) {
 
 /* The plan of an attention statement (bf16; another dtype gets a plan
  * that says so). */
-static void plan_attention(onednn_state *st, const raf_stmt *s,
-                           att_plan *p) {
+static void plan_attention(onednn_state *st, const raf_stmt *s, att_plan *p) {
   p->backward = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
   const raf_type *qt = s->operands[p->backward].value->type,
                  *kt = s->operands[p->backward + 1].value->type,
                  *vt = s->operands[p->backward + 2].value->type;
-  if (qt->dtype != RAF_BF16 || kt->dtype != RAF_BF16 ||
-      vt->dtype != RAF_BF16 ||
+  if (qt->dtype != RAF_BF16 || kt->dtype != RAF_BF16 || vt->dtype != RAF_BF16 ||
       s->operands[0].value->type->dtype != RAF_BF16) {
     snprintf(p->why, sizeof p->why,
              "onednn has no attention for %s (only bf16)",
@@ -112,9 +118,9 @@ static void plan_attention(onednn_state *st, const raf_stmt *s,
   p->dv = vt->dims[r - 1];
   p->causal = raf_stmt_attr_bool(s, "causal");
   raf_attr_value scale;
-  p->scale = (float)(raf_stmt_attr(s, "scale", &scale)
-                         ? scale.u.f
-                         : 1.0 / sqrt((double)p->d));
+  p->scale =
+      (float)(raf_stmt_attr(s, "scale", &scale) ? scale.u.f
+                                                : 1.0 / sqrt((double)p->d));
   p->items = 1;
   for (int d = 0; d < r - 2; d++)
     p->items *= qt->dims[d];
@@ -133,7 +139,8 @@ static void plan_attention(onednn_state *st, const raf_stmt *s,
     b->rows = onednn_min64(p->rb, p->lq - b->i0);
     if (!plan_block(st, p, b))
       return;
-    const onednn_mm_prim *all[] = {b->scores, b->out, b->dv, b->dp, b->dq, b->dk};
+    const onednn_mm_prim *all[] = {b->scores, b->out, b->dv,
+                                   b->dp,     b->dq,  b->dk};
     for (int e = 0; e < 6; e++)
       if (all[e] && all[e]->scratch_bytes > p->scratch_bytes)
         p->scratch_bytes = all[e]->scratch_bytes;
@@ -154,23 +161,6 @@ const void *onednn_bind_attention(onednn_state *st, const raf_stmt *s) {
     return NULL;
   plan_attention(st, s, p);
   return p;
-}
-
-/* bf16 <-> float by their bits, as raf_bf16_to_float and raf_float_to_bf16
- * (ir/module.c) compute them, written here so that the loops vectorize. */
-static inline uint16_t float_to_bf16_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t quiet = (x >> 16) | 0x40; /* NaN: stays a NaN */
-  uint32_t even = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
-  return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? quiet : even);
-}
-
-/* dst[i] = src[i] rounded to bf16, to nearest even. */
-RAF_VEC_LOOP static void round_to_bf16(uint16_t *dst, const float *src,
-                                       int64_t n) {
-  for (int64_t i = 0; i < n; i++)
-    dst[i] = float_to_bf16_bits(src[i]);
 }
 
 /* The row's maximum, or NaN when it holds one (the softmax is then NaN,
@@ -259,9 +249,9 @@ static void att_failed(att_job *j, dnnl_status_t rc) {
 /* A task's buffers, each 64-byte aligned in one allocation. */
 typedef struct att_buffers {
   void *base;
-  float *s, *dp, *dk, *dv;  /* scores and P; dP and dS; dk, dv sums */
-  uint16_t *p16, *ds16;     /* P and dS rounded to bf16 */
-  void *scratch;            /* oneDNN's scratchpad */
+  float *s, *dp, *dk, *dv; /* scores and P; dP and dS; dk, dv sums */
+  uint16_t *p16, *ds16;    /* P and dS rounded to bf16 */
+  void *scratch;           /* oneDNN's scratchpad */
 } att_buffers;
 
 static bool att_buffers_make(const att_plan *p, att_buffers *b) {
@@ -281,8 +271,8 @@ static bool att_buffers_make(const att_plan *p, att_buffers *b) {
   if (!b->base)
     return false;
   char *at = (char *)b->base + (64 - (uintptr_t)b->base % 64) % 64;
-  void **where[7] = {(void **)&b->s,  (void **)&b->p16, (void **)&b->dp,
-                     (void **)&b->ds16, (void **)&b->dk, (void **)&b->dv,
+  void **where[7] = {(void **)&b->s,    (void **)&b->p16, (void **)&b->dp,
+                     (void **)&b->ds16, (void **)&b->dk,  (void **)&b->dv,
                      &b->scratch};
   for (int i = 0; i < 7; i++) {
     *where[i] = at;
@@ -306,7 +296,7 @@ static void block_probabilities(const att_plan *p, const att_block *b,
     for (int64_t e = nk; e < b->kmax; e++)
       row[e] = 0;
   }
-  round_to_bf16(buf->p16, buf->s, b->rows * b->kmax);
+  onednn_round_to_bf16(buf->p16, buf->s, b->rows * b->kmax);
 }
 
 /* One (batch, head) item's forward: per block, S = q k^T, P, out = P v. */
@@ -325,7 +315,7 @@ static dnnl_status_t att_forward_item(att_job *j, const att_buffers *buf,
       continue;
     }
     dnnl_status_t rc = onednn_run_mm(j->engine, b->scores, q + b->i0 * p->d, k,
-                                buf->s, buf->scratch);
+                                     buf->s, buf->scratch);
     if (rc != dnnl_success)
       return rc;
     block_probabilities(p, b, buf);
@@ -355,11 +345,12 @@ static dnnl_status_t att_backward_item(att_job *j, const att_buffers *buf,
       memset(dq + b->i0 * p->d, 0, sizeof *dq * (size_t)(b->rows * p->d));
       continue;
     }
-    dnnl_status_t rc = onednn_run_mm(j->engine, b->scores, qb, k, buf->s,
-                                buf->scratch);
+    dnnl_status_t rc =
+        onednn_run_mm(j->engine, b->scores, qb, k, buf->s, buf->scratch);
     if (rc == dnnl_success) {
       block_probabilities(p, b, buf);
-      rc = onednn_run_mm(j->engine, b->dv, buf->p16, dyb, buf->dv, buf->scratch);
+      rc =
+          onednn_run_mm(j->engine, b->dv, buf->p16, dyb, buf->dv, buf->scratch);
     }
     if (rc == dnnl_success)
       rc = onednn_run_mm(j->engine, b->dp, dyb, v, buf->dp, buf->scratch);
@@ -369,21 +360,21 @@ static dnnl_status_t att_backward_item(att_job *j, const att_buffers *buf,
       const float *pr = buf->s + r * b->kmax;
       float *dr = buf->dp + r * b->kmax;
       int64_t nk = keys_of(p, b->i0 + r);
-      softmax_backward_row(dr, pr, nk, (float)dot_double(dr, pr, nk),
-                           p->scale);
+      softmax_backward_row(dr, pr, nk, (float)dot_double(dr, pr, nk), p->scale);
       for (int64_t e = nk; e < b->kmax; e++)
         dr[e] = 0;
     }
-    round_to_bf16(buf->ds16, buf->dp, b->rows * b->kmax);
+    onednn_round_to_bf16(buf->ds16, buf->dp, b->rows * b->kmax);
     rc = onednn_run_mm(j->engine, b->dq, buf->ds16, k, dq + b->i0 * p->d,
-                  buf->scratch);
+                       buf->scratch);
     if (rc == dnnl_success)
-      rc = onednn_run_mm(j->engine, b->dk, buf->ds16, qb, buf->dk, buf->scratch);
+      rc =
+          onednn_run_mm(j->engine, b->dk, buf->ds16, qb, buf->dk, buf->scratch);
     if (rc != dnnl_success)
       return rc;
   }
-  round_to_bf16(j->dk + item * p->lk * p->d, buf->dk, p->lk * p->d);
-  round_to_bf16(j->dv + item * p->lk * p->dv, buf->dv, p->lk * p->dv);
+  onednn_round_to_bf16(j->dk + item * p->lk * p->d, buf->dk, p->lk * p->d);
+  onednn_round_to_bf16(j->dv + item * p->lk * p->dv, buf->dv, p->lk * p->dv);
   return dnnl_success;
 }
 

@@ -42,8 +42,12 @@
 #define TASK_WORK ((int64_t)1 << 16)
 enum { MAX_BLOCKS = 4096 };
 
-enum bn_kind { BN_TRAINING = 1, BN_INFERENCE, BN_GRAD_TRAINING,
-               BN_GRAD_INFERENCE };
+enum bn_kind {
+  BN_TRAINING = 1,
+  BN_INFERENCE,
+  BN_GRAD_TRAINING,
+  BN_GRAD_INFERENCE
+};
 
 /* The key's words; eps by its bits. */
 enum { K_KIND, K_N, K_BLOCK, K_C, K_INNER, K_EPS };
@@ -98,14 +102,13 @@ static dnnl_status_t create_bn(dnnl_engine_t engine, onednn_prim *pr) {
   if (kind == BN_TRAINING || kind == BN_INFERENCE) {
     dnnl_status_t rc = forward_desc(&desc, &pr->key, kind == BN_TRAINING);
     const int training[] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT,
-                            DNNL_ARG_DST, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-    const int inference[] = {DNNL_ARG_SRC, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+                            DNNL_ARG_DST, DNNL_ARG_MEAN,  DNNL_ARG_VARIANCE};
+    const int inference[] = {DNNL_ARG_SRC,   DNNL_ARG_MEAN,  DNNL_ARG_VARIANCE,
                              DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DST};
     if (rc != dnnl_success)
       return rc;
     return kind == BN_TRAINING
-               ? onednn_make_prim(engine, pr, &desc, NULL, training, 6, 3,
-                                  NULL)
+               ? onednn_make_prim(engine, pr, &desc, NULL, training, 6, 3, NULL)
                : onednn_make_prim(engine, pr, &desc, NULL, inference, 6, 5,
                                   NULL);
   }
@@ -123,9 +126,10 @@ static dnnl_status_t create_bn(dnnl_engine_t engine, onednn_prim *pr) {
     rc = forward_desc(&fwd, &pr->key, training);
   if (rc == dnnl_success)
     rc = dnnl_primitive_desc_create(&hint, &fwd, NULL, engine, NULL);
-  const int args[] = {DNNL_ARG_SRC,       DNNL_ARG_MEAN,      DNNL_ARG_VARIANCE,
-                      DNNL_ARG_DIFF_DST,  DNNL_ARG_SCALE,     DNNL_ARG_SHIFT,
-                      DNNL_ARG_DIFF_SRC,  DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+  const int args[] = {
+      DNNL_ARG_SRC,      DNNL_ARG_MEAN,       DNNL_ARG_VARIANCE,
+      DNNL_ARG_DIFF_DST, DNNL_ARG_SCALE,      DNNL_ARG_SHIFT,
+      DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
   if (rc == dnnl_success)
     rc = onednn_make_prim(engine, pr, &desc, hint, args, 9, 6, NULL);
   if (hint)
@@ -178,9 +182,9 @@ static void plan_bn(onednn_state *st, const raf_stmt *s, bn_plan *p) {
   k[K_C] = p->c;
   k[K_INNER] = p->inner;
   memcpy(&k[K_EPS], &eps, sizeof eps);
-  enum bn_kind kind = grad ? (p->training ? BN_GRAD_TRAINING
-                                          : BN_GRAD_INFERENCE)
-                           : (p->training ? BN_TRAINING : BN_INFERENCE);
+  enum bn_kind kind = grad
+                          ? (p->training ? BN_GRAD_TRAINING : BN_GRAD_INFERENCE)
+                          : (p->training ? BN_TRAINING : BN_INFERENCE);
   char what[128];
   snprintf(what, sizeof what, "f32 %s of %lldx%lldx%lld",
            raf_op_table[s->op].name, (long long)p->n, (long long)p->c,
@@ -190,15 +194,15 @@ static void plan_bn(onednn_state *st, const raf_stmt *s, bn_plan *p) {
   k[K_KIND] = kind;
   for (int i = 0; i < 2 && sizes[i]; i++) {
     k[K_BLOCK] = sizes[i];
-    *made[i] = onednn_find_prim(st, &key, create_bn, what, p->why,
-                                sizeof p->why);
+    *made[i] =
+        onednn_find_prim(st, &key, create_bn, what, p->why, sizeof p->why);
     if (!*made[i])
       return;
     if ((*made[i])->work_bytes > p->prim_bytes)
       p->prim_bytes = round64((*made[i])->work_bytes);
   }
-  p->work_bytes = p->prim_bytes + (grad ? 2 : 1) * block_bytes(p) +
-                  3 * vector_bytes(p);
+  p->work_bytes =
+      p->prim_bytes + (grad ? 2 : 1) * block_bytes(p) + 3 * vector_bytes(p);
 }
 
 const void *onednn_bind_batch_norm(onednn_state *st, const raf_stmt *s) {
@@ -222,8 +226,8 @@ static float *f32_of(const raf_tensor *t) { return (float *)t->data; }
 
 /* The task's buffers in its work memory. */
 typedef struct bn_buffers {
-  char *prim;              /* the primitives' scratch */
-  float *x, *dy;           /* dense blocks */
+  char *prim;    /* the primitives' scratch */
+  float *x, *dy; /* dense blocks */
   float *mean, *var, *shift;
 } bn_buffers;
 
@@ -272,16 +276,15 @@ static dnnl_status_t forward_block(const bn_job *j, const onednn_prim *pr,
     rc = onednn_run_prim(j->engine, pr, args, 0, buf->prim);
   } else {
     /* The batch's statistics into the results, then the running update. */
-    float *new_mean = f32_of(k->out[1]) + c0,
-          *new_var = f32_of(k->out[2]) + c0;
+    float *new_mean = f32_of(k->out[1]) + c0, *new_var = f32_of(k->out[2]) + c0;
     void *args[6] = {buf->x, gamma, beta, buf->x, new_mean, new_var};
     rc = onednn_run_prim(j->engine, pr, args, 0, buf->prim);
     double count = (double)(p->n * p->inner), m = p->momentum;
     for (int64_t c = 0; rc == dnnl_success && c < block; c++) {
       double batch_mean = new_mean[c], batch_var = new_var[c];
       new_mean[c] = (float)((1 - m) * mean[c] + m * batch_mean);
-      new_var[c] = (float)((1 - m) * var[c] +
-                           m * batch_var * count / (count - 1));
+      new_var[c] =
+          (float)((1 - m) * var[c] + m * batch_var * count / (count - 1));
     }
   }
   if (rc == dnnl_success)
@@ -344,7 +347,7 @@ static dnnl_status_t grad_block(const bn_job *j, const onednn_prim *pr,
     var = buf->var;
     block_statistics(p, buf->x, block, mean, var);
   }
-  void *args[9] = {buf->x,  mean,    var,   buf->dy, gamma,
+  void *args[9] = {buf->x,     mean,    var,    buf->dy, gamma,
                    buf->shift, buf->dy, dgamma, dbeta};
   if (rc == dnnl_success)
     rc = onednn_run_prim(j->engine, pr, args, 0, buf->prim);
@@ -395,8 +398,10 @@ raf_status onednn_batch_norm(const raf_kernel *k) {
   } else if (p->training && p->c > 0 && p->n * p->inner < 2) {
     char buf[128];
     raf_type_str(k->in[forward ? 0 : 1]->type, buf, sizeof buf);
-    return raf_kernel_fail(k, "expected more than 1 value per channel when "
-                              "training, got input %s", buf);
+    return raf_kernel_fail(k,
+                           "expected more than 1 value per channel when "
+                           "training, got input %s",
+                           buf);
   }
   if (!p->full) { /* no elements: the gradients are empty sums */
     for (int i = 0; !forward && i < 3; i++)

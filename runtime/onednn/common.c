@@ -142,8 +142,9 @@ void onednn_openmp_restore(int threads) {
 }
 
 dnnl_data_type_t onednn_dtype(raf_dtype dt) {
-  return dt == RAF_F32 ? dnnl_f32 : dt == RAF_BF16 ? dnnl_bf16
-                                                   : dnnl_data_type_undef;
+  return dt == RAF_F32    ? dnnl_f32
+         : dt == RAF_BF16 ? dnnl_bf16
+                          : dnnl_data_type_undef;
 }
 
 void *onednn_alloc_aligned(size_t bytes, void **aligned) {
@@ -174,7 +175,8 @@ bool onednn_keep_plan(onednn_state *st, void *plan, void (*free_fn)(void *)) {
   return true;
 }
 
-/* ---- Primitives of conv.c, pool.c, batch_norm.c ---------------------------- */
+/* ---- Primitives of conv.c, pool.c, batch_norm.c ----------------------------
+ */
 
 /* The reorder of md `from` into md `to`; none needs scratch memory (those
  * that would are refused: the caller then runs on plain layouts). */
@@ -189,8 +191,8 @@ static dnnl_status_t make_reorder(dnnl_engine_t engine,
     rc = dnnl_primitive_attr_set_scratchpad_mode(attr,
                                                  dnnl_scratchpad_mode_user);
   if (rc == dnnl_success)
-    rc = dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine,
-                                            attr);
+    rc =
+        dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, attr);
   if (rc == dnnl_success &&
       dnnl_memory_desc_get_size(
           dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)))
@@ -237,15 +239,15 @@ dnnl_status_t onednn_make_prim(dnnl_engine_t engine, onednn_prim *pr,
     pr->work_bytes = round64(dnnl_memory_desc_get_size(s));
     for (int i = 0; i < nargs && rc == dnnl_success; i++) {
       pr->arg[i] = args[i];
-      pr->md[i] = *dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md,
-                                                args[i]);
+      pr->md[i] =
+          *dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, args[i]);
       pr->user[i] = user ? user[i] : pr->md[i];
       if (dnnl_memory_desc_equal(&pr->md[i], &pr->user[i]))
         continue;
-      rc = i < nin ? make_reorder(engine, &pr->user[i], &pr->md[i],
-                                  &pr->reorder[i])
-                   : make_reorder(engine, &pr->md[i], &pr->user[i],
-                                  &pr->reorder[i]);
+      rc =
+          i < nin
+              ? make_reorder(engine, &pr->user[i], &pr->md[i], &pr->reorder[i])
+              : make_reorder(engine, &pr->md[i], &pr->user[i], &pr->reorder[i]);
       pr->offset[i] = pr->work_bytes;
       pr->work_bytes += round64(dnnl_memory_desc_get_size(&pr->md[i]));
     }
@@ -336,8 +338,7 @@ dnnl_status_t onednn_reorder_arg(dnnl_engine_t engine, const onednn_prim *pr,
 }
 
 dnnl_status_t onednn_run_prim(dnnl_engine_t engine, const onednn_prim *pr,
-                              void *const *data, unsigned native,
-                              void *work) {
+                              void *const *data, unsigned native, void *work) {
   int arg[ONEDNN_MAX_ARGS + 1];
   dnnl_memory_desc_t md[ONEDNN_MAX_ARGS + 1];
   void *at[ONEDNN_MAX_ARGS + 1];
@@ -374,7 +375,8 @@ raf_status onednn_kernel_plan(const raf_kernel *k, onednn_state **st) {
   return RAF_OK;
 }
 
-/* ---- Hooks ---------------------------------------------------------------- */
+/* ---- Hooks ----------------------------------------------------------------
+ */
 
 static void onednn_release(void *state) {
   onednn_state *st = state;
@@ -407,8 +409,8 @@ static raf_status onednn_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   if (!s)
     return RAF_OK;
   onednn_state *st = calloc(1, sizeof *st);
-  dnnl_status_t rc = st ? dnnl_engine_create(&st->engine, dnnl_cpu, 0)
-                        : dnnl_out_of_memory;
+  dnnl_status_t rc =
+      st ? dnnl_engine_create(&st->engine, dnnl_cpu, 0) : dnnl_out_of_memory;
   if (rc != dnnl_success) {
     raf_diag_report(ctx, s->loc, RAF_SEV_ERROR,
                     "%s: dialect onednn: no oneDNN CPU engine (%s)",

@@ -51,8 +51,24 @@ enum conv_kind { CONV_FORWARD = 1, CONV_GRAD_INPUT, CONV_GRAD_WEIGHT };
 
 /* The key's words: what a convolution primitive is made from. */
 enum {
-  K_KIND, K_DTYPE, K_N, K_C, K_H, K_W, K_O, K_KH, K_KW, K_OH, K_OW,
-  K_SH, K_SW, K_PH, K_PW, K_DH, K_DW, K_GROUPS,
+  K_KIND,
+  K_DTYPE,
+  K_N,
+  K_C,
+  K_H,
+  K_W,
+  K_O,
+  K_KH,
+  K_KW,
+  K_OH,
+  K_OW,
+  K_SH,
+  K_SW,
+  K_PH,
+  K_PW,
+  K_DH,
+  K_DW,
+  K_GROUPS,
   K_Y_CHANNELS /* y's channels when K_O is a block of them, else 0 */
 };
 
@@ -61,12 +77,12 @@ typedef struct conv_plan {
   raf_dtype dt;
   int64_t n, chunk, nchunks; /* images, or w's channels (split_channels) */
   bool split_channels;
-  int64_t w_block;            /* elements of w per output channel */
+  int64_t w_block;                   /* elements of w per output channel */
   int64_t x_image, y_image, w_elems; /* elements per image, of w */
   const onednn_prim *full, *last;    /* chunk images, the shorter last */
-  size_t work_bytes;    /* per task (onednn_run_prim's) */
+  size_t work_bytes;                 /* per task (onednn_run_prim's) */
   bool native_partials; /* the weight gradient's, in full's layout */
-  char why[256]; /* non-empty: no plan, the kernel reports this */
+  char why[256];        /* non-empty: no plan, the kernel reports this */
 } conv_plan;
 
 static void dims_of(const onednn_key *k, int64_t n, dnnl_dims_t x,
@@ -136,8 +152,8 @@ static dnnl_status_t conv_desc(dnnl_convolution_desc_t *desc,
   switch (kind) {
   case CONV_FORWARD:
     return dnnl_dilated_convolution_forward_desc_init(
-        desc, dnnl_forward_training, dnnl_convolution_direct, &x, &w, NULL,
-        &y, strides, dilates, pad_l, pad_r);
+        desc, dnnl_forward_training, dnnl_convolution_direct, &x, &w, NULL, &y,
+        strides, dilates, pad_l, pad_r);
   case CONV_GRAD_INPUT:
     return dnnl_dilated_convolution_backward_data_desc_init(
         desc, dnnl_convolution_direct, &x, &w, &y, strides, dilates, pad_l,
@@ -195,15 +211,15 @@ static dnnl_status_t create_conv_on(dnnl_engine_t engine, onednn_prim *pr,
  * blocked one pads them to 16 and ran 2 to 10 times slower. */
 static dnnl_status_t create_conv(dnnl_engine_t engine, onednn_prim *pr) {
   bool few = pr->key.w[K_KIND] == CONV_GRAD_INPUT && pr->key.w[K_C] < 16;
-  dnnl_status_t rc = few ? dnnl_unimplemented
-                         : create_conv_on(engine, pr, true);
+  dnnl_status_t rc =
+      few ? dnnl_unimplemented : create_conv_on(engine, pr, true);
   return rc == dnnl_success ? rc : create_conv_on(engine, pr, false);
 }
 
 static void plan_conv(onednn_state *st, const raf_stmt *s, conv_plan *p) {
-  p->kind = s->op == RAF_OP_CONV2D            ? CONV_FORWARD
+  p->kind = s->op == RAF_OP_CONV2D              ? CONV_FORWARD
             : s->op == RAF_OP_CONV2D_GRAD_INPUT ? CONV_GRAD_INPUT
-                                              : CONV_GRAD_WEIGHT;
+                                                : CONV_GRAD_WEIGHT;
   /* x, w and y (dy) by the statement's operands and result. */
   const raf_type *x = s->operands[0].value->type,
                  *w = s->operands[1].value->type, *y = s->results[0]->type;
@@ -273,8 +289,8 @@ static void plan_conv(onednn_state *st, const raf_stmt *s, conv_plan *p) {
   }
   char what[160];
   snprintf(what, sizeof what, "%s %s convolution of %lldx%lldx%lld",
-           raf_dtype_name(p->dt), raf_op_table[s->op].name,
-           (long long)k[K_C], (long long)k[K_H], (long long)k[K_W]);
+           raf_dtype_name(p->dt), raf_op_table[s->op].name, (long long)k[K_C],
+           (long long)k[K_H], (long long)k[K_W]);
   int64_t *split = &k[K_N], whole = p->n;
   if (p->split_channels) {
     split = &k[K_O];
@@ -283,12 +299,12 @@ static void plan_conv(onednn_state *st, const raf_stmt *s, conv_plan *p) {
     k[K_Y_CHANNELS] = k[K_O];
   }
   *split = p->chunk;
-  p->full = onednn_find_prim(st, &key, create_conv, what, p->why,
-                             sizeof p->why);
+  p->full =
+      onednn_find_prim(st, &key, create_conv, what, p->why, sizeof p->why);
   *split = whole % p->chunk;
   if (p->full && *split)
-    p->last = onednn_find_prim(st, &key, create_conv, what, p->why,
-                               sizeof p->why);
+    p->last =
+        onednn_find_prim(st, &key, create_conv, what, p->why, sizeof p->why);
   p->work_bytes = p->full ? p->full->work_bytes : 0;
   if (p->last && p->last->work_bytes > p->work_bytes)
     p->work_bytes = p->last->work_bytes;
@@ -296,8 +312,7 @@ static void plan_conv(onednn_state *st, const raf_stmt *s, conv_plan *p) {
    * primitives share it; else in the plain one. */
   p->native_partials =
       !p->split_channels && p->full && p->full->reorder[2] &&
-      (!p->last ||
-       dnnl_memory_desc_equal(&p->full->md[2], &p->last->md[2]));
+      (!p->last || dnnl_memory_desc_equal(&p->full->md[2], &p->last->md[2]));
 }
 
 const void *onednn_bind_conv(onednn_state *st, const raf_stmt *s) {
@@ -313,14 +328,14 @@ const void *onednn_bind_conv(onednn_state *st, const raf_stmt *s) {
 typedef struct conv_job {
   const conv_plan *p;
   dnnl_engine_t engine;
-  const char *a, *b;       /* the operands */
-  char *r;                 /* the result */
+  const char *a, *b; /* the operands */
+  char *r;           /* the result */
   /* w (x of the weight gradient by channels) reordered for each
    * primitive, or NULL */
   const void *w_full, *w_last;
-  float *partials;         /* the weight gradient's, one per chunk */
-  int64_t partial_floats;  /* floats per partial */
-  size_t size;             /* bytes per element */
+  float *partials;        /* the weight gradient's, one per chunk */
+  int64_t partial_floats; /* floats per partial */
+  size_t size;            /* bytes per element */
   atomic_int status;
 } conv_job;
 
@@ -345,7 +360,7 @@ static void conv_tasks(void *data, int64_t begin, int64_t end) {
     void *args[3];
     unsigned native = 0;
     switch (p->kind) {
-    case CONV_FORWARD: /* x, w -> y */
+    case CONV_FORWARD:    /* x, w -> y */
     case CONV_GRAD_INPUT: /* dy, w -> dx */
       args[0] = (void *)(j->a + (p->kind == CONV_FORWARD ? xo : yo));
       args[1] = (void *)(w ? w : j->b);
@@ -358,9 +373,9 @@ static void conv_tasks(void *data, int64_t begin, int64_t end) {
         args[0] = (void *)(j->a + (size_t)(i0 * plane) * j->size);
         args[1] = (void *)(w ? w : j->b);
         native = w ? 2u : 0u;
-        args[2] = j->partials ? (void *)(j->partials + i0 * p->w_block)
-                              : (void *)(j->r + (size_t)(i0 * p->w_block) *
-                                                    j->size);
+        args[2] = j->partials
+                      ? (void *)(j->partials + i0 * p->w_block)
+                      : (void *)(j->r + (size_t)(i0 * p->w_block) * j->size);
         break;
       }
       args[0] = (void *)(j->a + yo);
@@ -433,8 +448,7 @@ static dnnl_status_t finish_weights(conv_job *j) {
   if (rc == dnnl_success && p->dt == RAF_F32 && plain != (float *)j->r)
     memcpy(j->r, plain, sizeof(float) * (size_t)p->w_elems);
   else if (rc == dnnl_success && p->dt != RAF_F32)
-    for (int64_t e = 0; e < p->w_elems; e++)
-      raf_elem_set_f64(p->dt, j->r, e, plain[e]);
+    onednn_round_to_bf16((uint16_t *)j->r, plain, p->w_elems);
   free(base);
   return rc;
 }
@@ -450,8 +464,11 @@ raf_status onednn_conv(const raf_kernel *k) {
     memset(k->out[0]->data, 0, k->out[0]->nbytes);
     return RAF_OK;
   }
-  conv_job j = {.p = p, .engine = st->engine, .a = k->in[0]->data,
-                .b = k->in[1]->data, .r = k->out[0]->data,
+  conv_job j = {.p = p,
+                .engine = st->engine,
+                .a = k->in[0]->data,
+                .b = k->in[1]->data,
+                .r = k->out[0]->data,
                 .size = (size_t)raf_dtype_size(p->dt)};
   atomic_init(&j.status, dnnl_success);
   void *w_full = NULL, *w_last = NULL;
@@ -475,8 +492,8 @@ raf_status onednn_conv(const raf_kernel *k) {
   if (sums && rc == dnnl_success) {
     j.partial_floats = p->w_elems;
     if (p->native_partials)
-      j.partial_floats = (int64_t)(
-          dnnl_memory_desc_get_size(&p->full->md[2]) / sizeof(float));
+      j.partial_floats =
+          (int64_t)(dnnl_memory_desc_get_size(&p->full->md[2]) / sizeof(float));
     int64_t count = p->split_channels ? 1 : p->nchunks;
     j.partials = malloc(sizeof(float) * (size_t)(count * j.partial_floats));
     if (!j.partials)

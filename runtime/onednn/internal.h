@@ -8,15 +8,34 @@
 #define RAF_ONEDNN_INTERNAL_H
 
 #include "runtime/dialects.h"
+#include "runtime/vmath.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 static inline int64_t onednn_min64(int64_t a, int64_t b) {
   return a < b ? a : b;
+}
+
+/* bf16 <-> float by their bits, as raf_bf16_to_float and raf_float_to_bf16
+ * (ir/module.c) compute them, written here so that the loops vectorize. */
+static inline uint16_t onednn_float_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t quiet = (x >> 16) | 0x40; /* NaN: stays a NaN */
+  uint32_t even = (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+  return (uint16_t)((x & 0x7fffffff) > 0x7f800000 ? quiet : even);
+}
+
+/* dst[i] = src[i] rounded to bf16, to nearest even. */
+RAF_VEC_LOOP static inline void
+onednn_round_to_bf16(uint16_t *dst, const float *src, int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = onednn_float_to_bf16(src[i]);
 }
 
 /* The calling thread's OpenMP threads set to one; returns the count to

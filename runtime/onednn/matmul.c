@@ -46,7 +46,6 @@ enum { MAX_BLOCKS = 8, ROW_BLOCK_MIN = 256, ROW_BLOCK_ALIGN = 32 };
 /* Small products are grouped into tasks of about this many. */
 #define GROUP_WORK ((int64_t)1 << 22)
 
-
 /* A matmul statement's plan: per result matrix (`nbatch` of them, at the
  * operands' broadcast offsets), blocks of `blk` result rows. */
 typedef struct mm_plan {
@@ -59,7 +58,7 @@ typedef struct mm_plan {
   int64_t blk, nblk, grain;
   const onednn_mm_prim *full; /* a block of blk rows (or all of m) */
   const onednn_mm_prim *last; /* the shorter last block, or NULL */
-  char why[256];    /* non-empty: no plan, the kernel reports this */
+  char why[256];              /* non-empty: no plan, the kernel reports this */
 } mm_plan;
 /* A row-major [rows, cols] matrix, or, transposed, the transpose of a
  * stored row-major [cols, rows] one. */
@@ -72,7 +71,8 @@ static dnnl_status_t matrix_md(dnnl_memory_desc_t *md, int64_t rows,
 }
 
 /* Attributes: scratch memory from the caller, and C += for accumulate. */
-static dnnl_status_t make_attr(const onednn_mm_prim *p, dnnl_primitive_attr_t *attr) {
+static dnnl_status_t make_attr(const onednn_mm_prim *p,
+                               dnnl_primitive_attr_t *attr) {
   dnnl_status_t rc = dnnl_primitive_attr_create(attr);
   if (rc == dnnl_success)
     rc = dnnl_primitive_attr_set_scratchpad_mode(*attr,
@@ -95,8 +95,7 @@ static dnnl_status_t create_prim(dnnl_engine_t engine, onednn_mm_prim *p) {
   if (rc == dnnl_success)
     rc = matrix_md(&p->b, p->k, p->n, p->tb, dnnl_bf16);
   if (rc == dnnl_success)
-    rc = matrix_md(&p->c, p->m, p->n, false,
-                   p->f32_out ? dnnl_f32 : dnnl_bf16);
+    rc = matrix_md(&p->c, p->m, p->n, false, p->f32_out ? dnnl_f32 : dnnl_bf16);
   dnnl_matmul_desc_t desc;
   if (rc == dnnl_success)
     rc = dnnl_matmul_desc_init(&desc, &p->a, &p->b, NULL, &p->c);
@@ -122,8 +121,8 @@ static dnnl_status_t create_prim(dnnl_engine_t engine, onednn_mm_prim *p) {
 
 /* The cached primitive of key's kind and shape, created on first use;
  * NULL with *why set when oneDNN has none or memory ran out. */
-const onednn_mm_prim *onednn_find_mm(onednn_state *st, onednn_mm_prim key, char *why,
-                             size_t size) {
+const onednn_mm_prim *onednn_find_mm(onednn_state *st, onednn_mm_prim key,
+                                     char *why, size_t size) {
   for (int i = 0; i < st->nmm; i++) {
     const onednn_mm_prim *p = st->mm[i];
     if (p->ta == key.ta && p->tb == key.tb && p->f32_out == key.f32_out &&
@@ -169,8 +168,7 @@ const onednn_mm_prim *onednn_find_mm(onednn_state *st, onednn_mm_prim key, char 
 static void plan_matmul(onednn_state *st, const raf_stmt *s, mm_plan *p) {
   const raf_type *at = s->operands[0].value->type,
                  *bt = s->operands[1].value->type, *ot = s->results[0]->type;
-  if (at->dtype != RAF_BF16 || bt->dtype != RAF_BF16 ||
-      ot->dtype != RAF_BF16) {
+  if (at->dtype != RAF_BF16 || bt->dtype != RAF_BF16 || ot->dtype != RAF_BF16) {
     snprintf(p->why, sizeof p->why, "onednn has no matmul for %s (only bf16)",
              raf_dtype_name(at->dtype));
     return;
@@ -212,8 +210,11 @@ static void plan_matmul(onednn_state *st, const raf_stmt *s, mm_plan *p) {
   p->grain = 1;
   if (p->nblk == 1 && work < GROUP_WORK)
     p->grain = GROUP_WORK / (work + 1) + 1;
-  onednn_mm_prim key = {.ta = p->ta, .tb = p->tb, .m = onednn_min64(p->blk, p->m), .n = p->n,
-              .k = p->k};
+  onednn_mm_prim key = {.ta = p->ta,
+                        .tb = p->tb,
+                        .m = onednn_min64(p->blk, p->m),
+                        .n = p->n,
+                        .k = p->k};
   p->full = onednn_find_mm(st, key, p->why, sizeof p->why);
   key.m = p->m % p->blk;
   if (p->full && key.m)
@@ -233,8 +234,8 @@ const void *onednn_bind_matmul(onednn_state *st, const raf_stmt *s) {
 /* Runs primitive pr on dense matrices a, b into c, with scratch (at least
  * pr->scratch_bytes). */
 dnnl_status_t onednn_run_mm(dnnl_engine_t engine, const onednn_mm_prim *pr,
-                              const void *a, const void *b, void *c,
-                              void *scratch) {
+                            const void *a, const void *b, void *c,
+                            void *scratch) {
   dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, ms = NULL;
   dnnl_stream_t stream = NULL;
   dnnl_status_t rc = dnnl_memory_create(&ma, &pr->a, engine, (void *)a);
@@ -278,8 +279,8 @@ static void job_failed(mm_job *j, dnnl_status_t rc) {
 
 /* Columns [m0, m0 + rows) of the stored [k, m] matrix a, into dense
  * [k, rows]. */
-static void pack_columns(uint16_t *dst, const uint16_t *a, int64_t k,
-                         int64_t m, int64_t m0, int64_t rows) {
+static void pack_columns(uint16_t *dst, const uint16_t *a, int64_t k, int64_t m,
+                         int64_t m0, int64_t rows) {
   for (int64_t r = 0; r < k; r++)
     memcpy(dst + r * rows, a + r * m + m0, sizeof *dst * (size_t)rows);
 }
@@ -323,7 +324,8 @@ static void mm_tasks(void *data, int64_t begin, int64_t end) {
       a = (const uint16_t *)buf;
     }
     uint16_t *c = j->c + batch * p->m * p->n + m0 * p->n;
-    dnnl_status_t rc = onednn_run_mm(j->engine, pr, a, j->b + boff, c, scratch_at);
+    dnnl_status_t rc =
+        onednn_run_mm(j->engine, pr, a, j->b + boff, c, scratch_at);
     if (rc != dnnl_success) {
       job_failed(j, rc);
       break;
@@ -346,8 +348,11 @@ raf_status onednn_matmul(const raf_kernel *k) {
     memset(k->out[0]->data, 0, k->out[0]->nbytes);
     return RAF_OK;
   }
-  mm_job j = {.p = p, .engine = st->engine, .a = k->in[0]->data,
-              .b = k->in[1]->data, .c = k->out[0]->data};
+  mm_job j = {.p = p,
+              .engine = st->engine,
+              .a = k->in[0]->data,
+              .b = k->in[1]->data,
+              .c = k->out[0]->data};
   atomic_init(&j.status, dnnl_success);
   raf_kernel_parallel(k, p->nbatch * p->nblk, p->grain, mm_tasks, &j);
   dnnl_status_t rc = (dnnl_status_t)atomic_load(&j.status);

@@ -44,8 +44,23 @@ enum { MAX_CHUNKS = 16 };
 enum pool_kind { POOL_FORWARD = 1, POOL_TRAINING, POOL_BACKWARD };
 
 /* The key's words. */
-enum { K_KIND, K_DTYPE, K_MAX, K_N, K_C, K_H, K_W, K_OH, K_OW,
-       K_KH, K_KW, K_SH, K_SW, K_PH, K_PW };
+enum {
+  K_KIND,
+  K_DTYPE,
+  K_MAX,
+  K_N,
+  K_C,
+  K_H,
+  K_W,
+  K_OH,
+  K_OW,
+  K_KH,
+  K_KW,
+  K_SH,
+  K_SW,
+  K_PH,
+  K_PW
+};
 
 typedef struct pool_plan {
   raf_opcode op;
@@ -85,8 +100,8 @@ static dnnl_status_t pool_desc(dnnl_pooling_v2_desc_t *desc,
     return dnnl_pooling_v2_backward_desc_init(desc, alg, &x, &y, strides,
                                               kernel, dilation, pad_l, pad_r);
   return dnnl_pooling_v2_forward_desc_init(
-      desc, kind == POOL_TRAINING ? dnnl_forward_training
-                                  : dnnl_forward_inference,
+      desc,
+      kind == POOL_TRAINING ? dnnl_forward_training : dnnl_forward_inference,
       alg, &x, &y, strides, kernel, dilation, pad_l, pad_r);
 }
 
@@ -134,8 +149,8 @@ static size_t grad_work_bytes(const onednn_prim *bwd, const onednn_prim *fwd) {
 
 static void plan_pool(onednn_state *st, const raf_stmt *s, pool_plan *p) {
   p->op = s->op;
-  bool grad = s->op == RAF_OP_MAX_POOL2D_GRAD ||
-              s->op == RAF_OP_AVG_POOL2D_GRAD;
+  bool grad =
+      s->op == RAF_OP_MAX_POOL2D_GRAD || s->op == RAF_OP_AVG_POOL2D_GRAD;
   bool max = s->op == RAF_OP_MAX_POOL2D || s->op == RAF_OP_MAX_POOL2D_GRAD;
   const raf_type *x = grad ? s->results[0]->type : s->operands[0].value->type,
                  *y = grad ? s->operands[0].value->type : s->results[0]->type;
@@ -182,24 +197,24 @@ static void plan_pool(onednn_state *st, const raf_stmt *s, pool_plan *p) {
   p->chunk = (p->n + want - 1) / want;
   p->nchunks = (p->n + p->chunk - 1) / p->chunk;
   char what[128];
-  snprintf(what, sizeof what, "%s %s of %lldx%lldx%lld",
-           raf_dtype_name(p->dt), raf_op_table[s->op].name,
-           (long long)k[K_C], (long long)k[K_H], (long long)k[K_W]);
+  snprintf(what, sizeof what, "%s %s of %lldx%lldx%lld", raf_dtype_name(p->dt),
+           raf_op_table[s->op].name, (long long)k[K_C], (long long)k[K_H],
+           (long long)k[K_W]);
   const onednn_prim **made[2][2] = {{&p->full, &p->full_fwd},
                                     {&p->last, &p->last_fwd}};
   int64_t sizes[2] = {p->chunk, p->n % p->chunk};
   for (int i = 0; i < 2 && sizes[i]; i++) {
     k[K_N] = sizes[i];
     k[K_KIND] = grad ? POOL_BACKWARD : POOL_FORWARD;
-    *made[i][0] = onednn_find_prim(st, &key, create_pool, what, p->why,
-                                   sizeof p->why);
+    *made[i][0] =
+        onednn_find_prim(st, &key, create_pool, what, p->why, sizeof p->why);
     if (!*made[i][0])
       return;
     size_t bytes = (*made[i][0])->work_bytes;
     if (grad && max) {
       k[K_KIND] = POOL_TRAINING;
-      *made[i][1] = onednn_find_prim(st, &key, create_pool, what, p->why,
-                                     sizeof p->why);
+      *made[i][1] =
+          onednn_find_prim(st, &key, create_pool, what, p->why, sizeof p->why);
       if (!*made[i][1])
         return;
       bytes = grad_work_bytes(*made[i][0], *made[i][1]);
@@ -251,8 +266,8 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
  * first strict maximum, or its last NaN; forward into y, or, with dy,
  * the gradient into dx (f32 sums, rounded once). */
 static dnnl_status_t max_pool_reference(const pool_plan *p, const char *x,
-                               const char *dy, char *out, int64_t i0,
-                               int64_t images) {
+                                        const char *dy, char *out, int64_t i0,
+                                        int64_t images) {
   const int64_t H = p->h, W = p->w, OH = p->oh, OW = p->ow;
   float *sums = NULL;
   if (dy) {
@@ -318,8 +333,8 @@ static void pool_tasks(void *data, int64_t begin, int64_t end) {
     onednn_failed(&j->status, dnnl_out_of_memory);
     return;
   }
-  bool grad = p->op == RAF_OP_MAX_POOL2D_GRAD ||
-              p->op == RAF_OP_AVG_POOL2D_GRAD;
+  bool grad =
+      p->op == RAF_OP_MAX_POOL2D_GRAD || p->op == RAF_OP_AVG_POOL2D_GRAD;
   int threads = onednn_openmp_single();
   for (int64_t t = begin; t < end; t++) {
     int64_t i0 = t * p->chunk;
@@ -333,7 +348,7 @@ static void pool_tasks(void *data, int64_t begin, int64_t end) {
     int64_t images = onednn_min64(p->chunk, p->n - i0);
     if (max && has_nan(x + xo, p->dt, images * p->x_image)) {
       rc = max_pool_reference(p, x, p->op == RAF_OP_MAX_POOL2D ? NULL : j->a,
-                         j->r, i0, images);
+                              j->r, i0, images);
     } else if (p->op == RAF_OP_MAX_POOL2D_GRAD) {
       rc = max_grad_chunk(j, pr, full ? p->full_fwd : p->last_fwd, j->a + yo,
                           j->x + xo, j->r + xo, work);
@@ -362,7 +377,9 @@ raf_status onednn_pool(const raf_kernel *k) {
     memset(k->out[0]->data, 0, k->out[0]->nbytes);
     return RAF_OK;
   }
-  pool_job j = {.p = p, .engine = st->engine, .a = k->in[0]->data,
+  pool_job j = {.p = p,
+                .engine = st->engine,
+                .a = k->in[0]->data,
                 .x = p->op == RAF_OP_MAX_POOL2D_GRAD ? k->in[1]->data : NULL,
                 .r = k->out[0]->data,
                 .size = (size_t)raf_dtype_size(p->dt)};
