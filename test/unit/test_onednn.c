@@ -416,7 +416,7 @@ static void test_attention(int trials) {
   }
 }
 
-/* ---- conv2d, pooling, batch_norm against cpu-ref --------------------------- */
+/* ---- conv2d, pooling, batch_norm against cpu-ref ------------------------ */
 
 /* The worst error seen per family, |got - want| / (|want| + rms(want)):
  * docs/Dialects.md states the tolerances these stay under. */
