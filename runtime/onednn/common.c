@@ -353,6 +353,11 @@ dnnl_status_t onednn_run_prim(dnnl_engine_t engine, const onednn_prim *pr,
     if (i < pr->nin && rc == dnnl_success)
       rc = onednn_reorder_arg(engine, pr, i, data[i], at[i]);
   }
+  if (pr->zero_memory) {
+    memset(work, 0, dnnl_memory_desc_get_size(&pr->scratch));
+    for (int i = pr->nin; i < pr->nargs; i++)
+      memset(at[i], 0, dnnl_memory_desc_get_size(&pr->md[i]));
+  }
   int n = pr->nargs;
   if (dnnl_memory_desc_get_size(&pr->scratch)) {
     arg[n] = DNNL_ARG_SCRATCHPAD;

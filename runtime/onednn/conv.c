@@ -200,6 +200,7 @@ static dnnl_status_t create_conv_on(dnnl_engine_t engine, onednn_prim *pr,
                                                              : weight_user;
   if (rc == dnnl_success)
     rc = onednn_make_prim(engine, pr, &desc, hint, args, 3, 2, user);
+  pr->zero_memory = kind == CONV_GRAD_WEIGHT;
   if (hint)
     dnnl_primitive_desc_destroy(hint);
   return rc;

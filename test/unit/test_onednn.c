@@ -556,7 +556,8 @@ static void run_conv_case(const conv_case *c) {
 
 static void test_conv(int trials) {
   /* ResNet's shapes (small batches), a 1x1 downsample, a depthwise
-   * convolution, batch 1, odd sizes, a last row of the input never read. */
+   * convolution, batch 1, odd sizes, a last row of the input never read,
+   * an empty batch. */
   static const conv_case fixed[] = {
       {RAF_F32, 2, 3, 32, 32, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
       {RAF_F32, 4, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
@@ -567,6 +568,7 @@ static void test_conv(int trials) {
       {RAF_F32, 5, 6, 7, 7, 4, 2, 2, 2, {2, 2}, {0, 0}, {1, 1}},
       {RAF_BF16, 2, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
       {RAF_BF16, 2, 3, 16, 16, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
+      {RAF_F32, 0, 4, 5, 5, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     run_conv_case(&fixed[i]);
@@ -648,7 +650,7 @@ static void run_pool_case(const pool_case *c) {
 
 static void test_pool(int trials) {
   /* ResNet's max pool (3x3, stride 2, padding 1) and global average pool,
-   * a last row never read, batch 1, ties, NaNs. */
+   * a last row never read, batch 1, ties, NaNs, an empty batch. */
   static const pool_case fixed[] = {
       {RAF_F32, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false, false},
       {RAF_F32, 3, 16, 7, 7, {7, 7}, {1, 1}, {0, 0}, false, false},
@@ -658,6 +660,7 @@ static void test_pool(int trials) {
       {RAF_BF16, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true, false},
       {RAF_F32, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
       {RAF_BF16, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
+      {RAF_F32, 0, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, false},
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     run_pool_case(&fixed[i]);
@@ -707,6 +710,8 @@ static void run_bn_case(int rank, const int64_t *dims, bool training,
 static void test_batch_norm(int trials) {
   static const int64_t resnet[] = {4, 64, 14, 14}, fc[] = {5, 7},
                        seq[] = {3, 6, 11}, big[] = {2, 300, 30, 30};
+  static const int64_t empty[] = {0, 3, 4, 4};
+  run_bn_case(4, empty, false, 0.1, 1e-5);
   for (int training = 0; training < 2; training++) {
     run_bn_case(4, resnet, training, 0.1, 1e-5);
     run_bn_case(2, fc, training, 0.1, 1e-5);
