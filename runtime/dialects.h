@@ -49,7 +49,7 @@ extern const raf_dialect_hooks raf_mpi_hooks;
  * its rows and kernels, which refuse to run, saying this. */
 const char *raf_dialect_unavailable(raf_dialect d);
 /* The onednn dialect's reason, or NULL in a build with oneDNN
- * (runtime/onednn.c). */
+ * (runtime/onednn/common.c). */
 extern const char *const raf_onednn_unavailable;
 
 #endif

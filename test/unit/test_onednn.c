@@ -1,4 +1,4 @@
-/* test_onednn.c: the onednn dialect's bf16 matmul against cpu-ref and a
+/* test_onednn.c: the onednn dialect's kernels against cpu-ref and a
  * double reference, each module built from text as a user writes it,
  * dispatched by the dispatch pass and run through the executor:
  *   - with `onednn,cblas,cpu-ref` bf16 matmul binds to onednn, f32 and
@@ -16,7 +16,15 @@
  *     and agree with cpu-ref's (double inside, one rounding) within bf16
  *     rounding of P and dS (relative L2 error of each result at most
  *     2^-6), causal or not, over odd sizes, empty ones and several 64-row
- *     blocks, bit-identical at 1 and 3 threads.
+ *     blocks, bit-identical at 1 and 3 threads;
+ *   - f32 and bf16 conv2d and both its gradients, max and avg pooling and
+ *     their gradients, f32 batch_norm and its gradient (training or not)
+ *     bind to onednn and agree with cpu-ref's within docs/Dialects.md's
+ *     tolerances (the worst errors are printed), on ResNet's shapes and
+ *     random ones (strides, padding, dilation, groups, odd sizes, batch 1;
+ *     ties and NaNs in pooling windows; rank 2 to 4 for batch_norm),
+ *     bit-identical at 1 and 3 threads; bf16 batch_norm stays with
+ *     cpu-ref; convolutions of one shape share their primitives.
  * In a build without oneDNN the test checks that the dialect is refused
  * with its reason, and exits 77 (CTest: skipped). */
 #include "ir/ir.h"
@@ -408,6 +416,319 @@ static void test_attention(int trials) {
   }
 }
 
+/* ---- conv2d, pooling, batch_norm against cpu-ref ------------------------ */
+
+/* The worst error seen per family, |got - want| / (|want| + rms(want)):
+ * docs/Dialects.md states the tolerances these stay under. */
+static double worst_f32[3], worst_bf16[3];
+enum { FAMILY_CONV, FAMILY_POOL, FAMILY_NORM };
+static const char *const family_names[] = {"conv", "pool", "batch_norm"};
+
+/* Whether got is within tol of want, elementwise relative to |want| plus
+ * the root mean square of want (sums that cancel keep the error of their
+ * terms); records the worst. */
+static bool close_rms(const raf_tensor *got, const raf_tensor *want,
+                      double tol, double *worst, const char *what) {
+  raf_dtype dt = want->type->dtype;
+  int64_t n = want->type->numel;
+  double sq = 0, bad = 0;
+  for (int64_t e = 0; e < n; e++) {
+    double y = raf_elem_get_f64(dt, want->data, e);
+    sq += isnan(y) ? 0 : y * y;
+  }
+  double rms = n ? sqrt(sq / (double)n) : 0;
+  for (int64_t e = 0; e < n; e++) {
+    double x = raf_elem_get_f64(dt, got->data, e),
+           y = raf_elem_get_f64(dt, want->data, e);
+    if (isnan(x) && isnan(y))
+      continue;
+    double r = fabs(x - y) / (fabs(y) + rms + 1e-30);
+    if (!(r <= bad)) /* NaN counts as bad */
+      bad = r;
+  }
+  if (bad > *worst)
+    *worst = bad;
+  if (!(bad <= tol))
+    fprintf(stderr, "%s: error %g over tolerance %g\n", what, bad, tol);
+  return bad <= tol;
+}
+
+/* Runs text (function @f, nargs operands, nres results) on cpu-ref and on
+ * onednn at 1 and 3 threads; every statement but return must bind to
+ * onednn; results within tol of cpu-ref's and the same bits at 1 and 3
+ * threads. fix adjusts the random arguments (or NULL). */
+static void compare_with_cpuref(const char *text, int nargs, int nres,
+                                double tol, int family,
+                                void (*fix)(raf_tensor **args)) {
+  program one, three, ref;
+  bool ok = program_open(&ref, text, "cpu-ref", 2) &&
+            program_open(&one, text, "onednn,cblas,cpu-ref", 1) &&
+            program_open(&three, text, "onednn,cblas,cpu-ref", 3);
+  CHECK(ok);
+  if (!ok)
+    return;
+  for (const raf_stmt *s = one.m->first->first; s; s = s->next)
+    if (s->op != RAF_OP_RETURN)
+      CHECK(strcmp(raf_stmt_attr_str(s, "dialect"), "onednn") == 0);
+  raf_tensor **args = random_args(&ref);
+  if (fix)
+    fix(args);
+  raf_tensor **args1 = copy_args(&one, args);
+  raf_tensor **args3 = copy_args(&three, args);
+  raf_tensor **rr = run_all(&ref, args), **r1 = run_all(&one, args1),
+             **r3 = run_all(&three, args3);
+  CHECK(rr && r1 && r3);
+  if (rr && r1 && r3) {
+    bool good = true;
+    double *worst = args[0]->type->dtype == RAF_BF16 ? &worst_bf16[family]
+                                                     : &worst_f32[family];
+    for (int i = 0; i < nres; i++) {
+      char what[64];
+      snprintf(what, sizeof what, "result %d", i);
+      good &= close_rms(r1[i], rr[i], tol, worst, what);
+      good &= memcmp(r1[i]->data, r3[i]->data, r1[i]->nbytes) == 0;
+    }
+    if (!good)
+      fprintf(stderr, "in:\n%s", text);
+    CHECK(good);
+  }
+  program *ps[] = {&ref, &one, &three};
+  raf_tensor **res[] = {rr, r1, r3}, **as[] = {args, args1, args3};
+  for (int i = 0; i < 3; i++) {
+    if (res[i])
+      free_tensors(ps[i], res[i], nres);
+    free_tensors(ps[i], as[i], nargs);
+    program_close(ps[i]);
+  }
+}
+
+/* Tolerances (close_rms's measure) of f32 and bf16 results. */
+#define TOL_F32 1e-5
+#define TOL_BF16 0x1p-6
+
+typedef struct conv_case {
+  raf_dtype dt;
+  int64_t n, c, h, w, o, groups, kh, kw;
+  int64_t stride[2], pad[2], dil[2];
+} conv_case;
+
+static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p,
+                        int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+/* conv2d and both gradients of one case. */
+static void run_conv_case(const conv_case *c) {
+  int64_t oh = conv_out(c->h, c->kh, c->stride[0], c->pad[0], c->dil[0]),
+          ow = conv_out(c->w, c->kw, c->stride[1], c->pad[1], c->dil[1]);
+  int64_t xd[4] = {c->n, c->c, c->h, c->w},
+          wd[4] = {c->o, c->c / c->groups, c->kh, c->kw},
+          yd[4] = {c->n, c->o, oh, ow};
+  char tx[64], tw[64], ty[64], attrs[256], text[2048];
+  type_text(tx, sizeof tx, c->dt, 4, xd);
+  type_text(tw, sizeof tw, c->dt, 4, wd);
+  type_text(ty, sizeof ty, c->dt, 4, yd);
+  snprintf(attrs, sizeof attrs,
+           "stride = [%lld, %lld], padding = [%lld, %lld], "
+           "dilation = [%lld, %lld], groups = %lld",
+           (long long)c->stride[0], (long long)c->stride[1],
+           (long long)c->pad[0], (long long)c->pad[1], (long long)c->dil[0],
+           (long long)c->dil[1], (long long)c->groups);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%w: %s, %%dy: %s) -> (%s, %s, %s) {\n"
+           "  %%y = conv2d(%%x, %%w) {%s}\n"
+           "  %%dx = conv2d_grad_input(%%dy, %%w) {%s, shape = [%lld, %lld, "
+           "%lld, %lld]}\n"
+           "  %%dw = conv2d_grad_weight(%%dy, %%x) {%s, shape = [%lld, %lld, "
+           "%lld, %lld]}\n"
+           "  return %%y, %%dx, %%dw\n"
+           "}\n",
+           tx, tw, ty, ty, tx, tw, attrs, attrs, (long long)xd[0],
+           (long long)xd[1], (long long)xd[2], (long long)xd[3], attrs,
+           (long long)wd[0], (long long)wd[1], (long long)wd[2],
+           (long long)wd[3]);
+  compare_with_cpuref(text, 3, 3, c->dt == RAF_BF16 ? TOL_BF16 : TOL_F32,
+                      FAMILY_CONV, NULL);
+}
+
+static void test_conv(int trials) {
+  /* ResNet's shapes (small batches), a 1x1 downsample, a depthwise
+   * convolution, batch 1, odd sizes, a last row of the input never read,
+   * an empty batch. */
+  static const conv_case fixed[] = {
+      {RAF_F32, 2, 3, 32, 32, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
+      {RAF_F32, 4, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 3, 512, 3, 3, 512, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 4, 64, 8, 8, 128, 1, 1, 1, {2, 2}, {0, 0}, {1, 1}},
+      {RAF_F32, 2, 32, 9, 9, 32, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_F32, 1, 5, 7, 11, 3, 1, 2, 3, {2, 3}, {0, 1}, {2, 1}},
+      {RAF_F32, 5, 6, 7, 7, 4, 2, 2, 2, {2, 2}, {0, 0}, {1, 1}},
+      {RAF_BF16, 2, 64, 8, 8, 64, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+      {RAF_BF16, 2, 3, 16, 16, 16, 1, 7, 7, {2, 2}, {3, 3}, {1, 1}},
+      {RAF_F32, 0, 4, 5, 5, 4, 1, 3, 3, {1, 1}, {1, 1}, {1, 1}},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    run_conv_case(&fixed[i]);
+  for (int t = 0; t < trials; t++) {
+    conv_case c = {.dt = t % 4 == 3 ? RAF_BF16 : RAF_F32};
+    c.groups = rand_int(0, 2) ? 1 : rand_int(1, 4);
+    c.n = rand_int(1, 5);
+    c.c = c.groups * rand_int(1, 12);
+    c.o = c.groups * rand_int(1, 12);
+    for (int d = 0; d < 2; d++) {
+      int64_t k = rand_int(1, 5), dil = rand_int(0, 3) ? 1 : rand_int(1, 3);
+      int64_t pad = rand_int(0, 2), stride = rand_int(1, 3);
+      int64_t in = rand_int(1, 14);
+      if (in + 2 * pad < dil * (k - 1) + 1) /* the kernel must fit */
+        in = dil * (k - 1) + 1;
+      c.stride[d] = stride;
+      c.pad[d] = pad;
+      c.dil[d] = dil;
+      *(d ? &c.kw : &c.kh) = k;
+      *(d ? &c.w : &c.h) = in;
+    }
+    run_conv_case(&c);
+  }
+}
+
+typedef struct pool_case {
+  raf_dtype dt;
+  int64_t n, c, h, w, kernel[2], stride[2], pad[2];
+  bool ties; /* x takes few values: windows with equal maxima */
+  bool nans; /* some of x is NaN: it wins its windows */
+} pool_case;
+
+/* Every 13th element of x (the first argument) NaN. */
+static void make_nans(raf_tensor **args) {
+  raf_tensor *x = args[0];
+  for (int64_t e = 0; e < x->type->numel; e += 13)
+    raf_elem_set_f64(x->type->dtype, x->data, e, NAN);
+}
+
+/* x (the first argument) rounded to multiples of 1/2: ties. */
+static void make_ties(raf_tensor **args) {
+  raf_tensor *x = args[0];
+  for (int64_t e = 0; e < x->type->numel; e++)
+    raf_elem_set_f64(x->type->dtype, x->data, e,
+                     floor(2 * raf_elem_get_f64(x->type->dtype, x->data, e)) /
+                         2);
+}
+
+/* Both poolings and their gradients of one case. */
+static void run_pool_case(const pool_case *c) {
+  int64_t oh = (c->h + 2 * c->pad[0] - c->kernel[0]) / c->stride[0] + 1,
+          ow = (c->w + 2 * c->pad[1] - c->kernel[1]) / c->stride[1] + 1;
+  int64_t xd[4] = {c->n, c->c, c->h, c->w}, yd[4] = {c->n, c->c, oh, ow};
+  char tx[64], ty[64], attrs[160], text[2048];
+  type_text(tx, sizeof tx, c->dt, 4, xd);
+  type_text(ty, sizeof ty, c->dt, 4, yd);
+  snprintf(attrs, sizeof attrs,
+           "kernel = [%lld, %lld], stride = [%lld, %lld], "
+           "padding = [%lld, %lld]",
+           (long long)c->kernel[0], (long long)c->kernel[1],
+           (long long)c->stride[0], (long long)c->stride[1],
+           (long long)c->pad[0], (long long)c->pad[1]);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%dy: %s) -> (%s, %s, %s, %s) {\n"
+           "  %%m = max_pool2d(%%x) {%s}\n"
+           "  %%a = avg_pool2d(%%x) {%s}\n"
+           "  %%dm = max_pool2d_grad(%%dy, %%x) {%s}\n"
+           "  %%da = avg_pool2d_grad(%%dy) {%s, shape = [%lld, %lld, %lld, "
+           "%lld]}\n"
+           "  return %%m, %%a, %%dm, %%da\n"
+           "}\n",
+           tx, ty, ty, ty, tx, tx, attrs, attrs, attrs, attrs,
+           (long long)xd[0], (long long)xd[1], (long long)xd[2],
+           (long long)xd[3]);
+  compare_with_cpuref(text, 2, 4, c->dt == RAF_BF16 ? TOL_BF16 : TOL_F32,
+                      FAMILY_POOL,
+                      c->nans ? make_nans : c->ties ? make_ties : NULL);
+}
+
+static void test_pool(int trials) {
+  /* ResNet's max pool (3x3, stride 2, padding 1) and global average pool,
+   * a last row never read, batch 1, ties, NaNs, an empty batch. */
+  static const pool_case fixed[] = {
+      {RAF_F32, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false, false},
+      {RAF_F32, 3, 16, 7, 7, {7, 7}, {1, 1}, {0, 0}, false, false},
+      {RAF_F32, 1, 3, 7, 9, {2, 2}, {2, 2}, {0, 0}, false, false},
+      {RAF_F32, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true, false},
+      {RAF_BF16, 2, 8, 16, 16, {3, 3}, {2, 2}, {1, 1}, false, false},
+      {RAF_BF16, 2, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, true, false},
+      {RAF_F32, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
+      {RAF_BF16, 3, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, true},
+      {RAF_F32, 0, 4, 9, 9, {3, 3}, {2, 2}, {1, 1}, false, false},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    run_pool_case(&fixed[i]);
+  for (int t = 0; t < trials; t++) {
+    pool_case c = {.dt = t % 4 == 3 ? RAF_BF16 : RAF_F32,
+                   .n = rand_int(1, 5), .c = rand_int(1, 9),
+                   .ties = rand_int(0, 2) == 0};
+    for (int d = 0; d < 2; d++) {
+      c.kernel[d] = rand_int(1, 5);
+      c.stride[d] = rand_int(1, 3);
+      c.pad[d] = rand_int(0, c.kernel[d] / 2);
+      int64_t in = rand_int(1, 15);
+      *(d ? &c.w : &c.h) = in < c.kernel[d] ? c.kernel[d] : in;
+    }
+    run_pool_case(&c);
+  }
+}
+
+/* The running variance (argument 4) positive. */
+static void positive_variance(raf_tensor **args) {
+  raf_tensor *v = args[4];
+  for (int64_t e = 0; e < v->type->numel; e++)
+    raf_elem_set_f64(RAF_F32, v->data, e,
+                     fabs(raf_elem_get_f64(RAF_F32, v->data, e)) + 0.1);
+}
+
+/* batch_norm and its gradient on x of rank `rank`, training or not. */
+static void run_bn_case(int rank, const int64_t *dims, bool training,
+                        double momentum, double eps) {
+  char tx[64], tc[64], text[2048];
+  type_text(tx, sizeof tx, RAF_F32, rank, dims);
+  type_text(tc, sizeof tc, RAF_F32, 1, &dims[1]);
+  snprintf(text, sizeof text,
+           "func @f(%%x: %s, %%gamma: %s, %%beta: %s, %%mean: %s, %%var: %s, "
+           "%%dy: %s) -> (%s, %s, %s, %s, %s, %s) {\n"
+           "  %%y, %%nm, %%nv = batch_norm(%%x, %%gamma, %%beta, %%mean, "
+           "%%var) {eps = %.17g, momentum = %.17g, training = %s}\n"
+           "  %%dx, %%dg, %%db = batch_norm_grad(%%dy, %%x, %%gamma, %%mean, "
+           "%%var) {eps = %.17g, training = %s}\n"
+           "  return %%y, %%nm, %%nv, %%dx, %%dg, %%db\n"
+           "}\n",
+           tx, tc, tc, tc, tc, tx, tx, tc, tc, tx, tc, tc, eps, momentum,
+           training ? "true" : "false", eps, training ? "true" : "false");
+  compare_with_cpuref(text, 6, 6, TOL_F32, FAMILY_NORM, positive_variance);
+}
+
+static void test_batch_norm(int trials) {
+  static const int64_t resnet[] = {4, 64, 14, 14}, fc[] = {5, 7},
+                       seq[] = {3, 6, 11}, big[] = {2, 300, 30, 30};
+  static const int64_t empty[] = {0, 3, 4, 4};
+  run_bn_case(4, empty, false, 0.1, 1e-5);
+  for (int training = 0; training < 2; training++) {
+    run_bn_case(4, resnet, training, 0.1, 1e-5);
+    run_bn_case(2, fc, training, 0.1, 1e-5);
+    run_bn_case(3, seq, training, 0.3, 1e-3);
+    run_bn_case(4, big, training, 0.1, 1e-5);
+  }
+  for (int t = 0; t < trials; t++) {
+    int rank = (int)rand_int(2, 4);
+    int64_t dims[4];
+    for (int d = 0; d < rank; d++)
+      dims[d] = rand_int(1, d == 1 ? 40 : 9);
+    /* Training wants two values per channel; with two, dx is a
+     * difference of equal terms (zero but for eps), and its error
+     * measured against its own tiny rms says little: four at least. */
+    if (dims[0] * (rank > 2 ? dims[2] : 1) * (rank > 3 ? dims[3] : 1) < 4)
+      dims[0] = 4;
+    run_bn_case(rank, dims, t & 1, 0.1 * (double)rand_int(0, 10), 1e-5);
+  }
+}
+
 /* f32 and f16 matmuls stay with cblas (oneDNN 2.6 has no f16 on the CPU). */
 static void test_dispatch(void) {
   static const raf_dtype others[] = {RAF_F32, RAF_F16};
@@ -438,6 +759,33 @@ static void test_primitive_cache(void) {
            "  %%r = matmul(%%h10, %%v)\n  return %%r\n}\n");
   program p;
   bool ok = program_open(&p, text, "onednn,cpu-ref", 2);
+  CHECK(ok);
+  if (ok)
+    CHECK(raf_onednn_primitives(p.ex) == 2);
+  program_close(&p);
+}
+
+/* bf16 batch_norm stays with cpu-ref (onednn's is f32 only), and two
+ * convolutions of one shape share one primitive (a third of another
+ * stride has its own). */
+static void test_conv_dispatch_and_cache(void) {
+  const char *bn = "func @f(%x: bf16[2,3,4,4], %g: bf16[3], %b: bf16[3], "
+                   "%m: bf16[3], %v: bf16[3]) -> bf16[2,3,4,4] {\n"
+                   "  %y, %nm, %nv = batch_norm(%x, %g, %b, %m, %v)\n"
+                   "  return %y\n}\n";
+  program p;
+  bool ok = program_open(&p, bn, "onednn,cblas,cpu-ref", 1);
+  CHECK(ok);
+  if (ok)
+    CHECK(strcmp(dialect_of_first(&p), "cpu-ref") == 0);
+  program_close(&p);
+  const char *convs =
+      "func @f(%x: f32[2,8,9,9], %w: f32[8,8,3,3]) -> f32[2,8,4,4] {\n"
+      "  %a = conv2d(%x, %w) {padding = [1, 1]}\n"
+      "  %b = conv2d(%a, %w) {padding = [1, 1]}\n"
+      "  %c = conv2d(%b, %w) {stride = [2, 2]}\n"
+      "  return %c\n}\n";
+  ok = program_open(&p, convs, "onednn,cpu-ref", 2);
   CHECK(ok);
   if (ok)
     CHECK(raf_onednn_primitives(p.ex) == 2);
@@ -478,6 +826,13 @@ int main(void) {
   test_fixed_shapes();
   test_random_shapes(60);
   test_attention(40);
+  test_conv_dispatch_and_cache();
+  test_conv(60);
+  test_pool(60);
+  test_batch_norm(40);
+  for (int f = 0; f < 3; f++)
+    printf("test_onednn: %s: worst error f32 %.3g, bf16 %.3g\n",
+           family_names[f], worst_f32[f], worst_bf16[f]);
   if (failures)
     fprintf(stderr, "test_onednn: %d failures\n", failures);
   return failures != 0;
