@@ -209,26 +209,26 @@ static bool value_info_type(imp *im, const Onnx__ValueInfoProto *vi,
 
 static imp_tensor *find_spec(imp *im, const char *name);
 
+/* The graph inputs that are not initializers become the first arguments,
+ * keeping their names (made .raf identifiers); the initializers follow
+ * (each an argument only if used as data). */
 static void import_inputs(imp *im, const Onnx__GraphProto *g) {
+  imp_value **init_values =
+      raf_arena_alloc(&im->arena, sizeof *init_values * (g->n_initializer + 1));
+  if (!init_values) {
+    im->oom = true;
+    return;
+  }
   for (size_t i = 0; i < g->n_initializer; i++) {
     const Onnx__TensorProto *t = g->initializer[i];
-    const char *name = str(t->name);
     char what[256];
-    snprintf(what, sizeof what, "initializer '%s'", name);
+    snprintf(what, sizeof what, "initializer '%s'", str(t->name));
     imp_tensor *val = imp_tensor_from_proto(im, t, what);
     if (!val)
       continue;
-    imp_value *v = imp_const_value(im, val);
-    v->initializer = true;
-    int a = add_arg(im);
-    if (a < 0)
-      return;
-    im->args[a].name = imp_unique_name(im, name);
-    im->args[a].value = v;
-    im->args[a].initializer = true;
-    im->args[a].init = val;
-    v->arg = a;
-    define(im, name, v);
+    init_values[i] = imp_const_value(im, val);
+    init_values[i]->initializer = true;
+    define(im, str(t->name), init_values[i]);
   }
   for (size_t i = 0; i < g->n_input; i++) {
     const Onnx__ValueInfoProto *vi = g->input[i];
@@ -275,6 +275,19 @@ static void import_inputs(imp *im, const Onnx__GraphProto *g) {
     }
     v->spec = spec;
     define(im, name, v);
+  }
+  for (size_t i = 0; i < g->n_initializer; i++) {
+    imp_value *v = init_values[i];
+    if (!v || lookup(im, str(g->initializer[i]->name)) != v)
+      continue; /* unreadable, or a later initializer of the same name */
+    int a = add_arg(im);
+    if (a < 0)
+      return;
+    im->args[a].name = imp_unique_name(im, str(g->initializer[i]->name));
+    im->args[a].value = v;
+    im->args[a].initializer = true;
+    im->args[a].init = v->konst;
+    v->arg = a;
   }
 }
 
@@ -378,8 +391,16 @@ static bool check_opset(imp *im, const Onnx__ModelProto *m) {
     im->opset = o->version;
   }
   if (!found) {
+    char others[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < m->n_opset_import && len < sizeof others; i++)
+      len += (size_t)snprintf(others + len, sizeof others - len, "%s%s",
+                              len ? ", " : " (it imports ",
+                              str(m->opset_import[i]->domain));
+    if (len && len < sizeof others)
+      snprintf(others + len, sizeof others - len, ")");
     imp_error(im, "%s: the model imports no opset of the default ONNX "
-                  "domain", im->file);
+                  "domain%s", im->file, others);
     return false;
   }
   if (im->opset < 1 || im->opset > MAX_OPSET) {

@@ -40,8 +40,9 @@ class Skip(Exception):
 def raf_names(model):
     """ONNX value name -> the .raf argument name raf-import gives it: other
     characters than [A-Za-z0-9_.] become '_', a clash (or a name like the
-    temporaries, t1, t2, ...) gets '_' appended; initializers are named
-    first, then the graph inputs (raf-import/imp.c, imp_unique_name)."""
+    temporaries, t1, t2, ...) gets '_' appended; named in this order: the
+    graph inputs first, then the initializers (raf-import/imp.c,
+    imp_unique_name; raf-import/model.c, import_inputs)."""
     taken = set()
     out = {}
 
@@ -52,11 +53,12 @@ def raf_names(model):
         taken.add(s)
         return s
     inits = [t.name for t in model.graph.initializer]
-    for n in inits:
-        out[n] = name(n)
     for vi in model.graph.input:
-        if vi.name not in out:
+        if vi.name not in inits and vi.name not in out:
             out[vi.name] = name(vi.name)
+    for n in inits:
+        if n not in out:
+            out[n] = name(n)
     return out
 
 
@@ -106,7 +108,9 @@ def import_test(d, work, raf_import):
         raise Skip('test data does not match the graph inputs')
     for i, (vi, data) in enumerate(zip(real_inputs, inputs or [])):
         tt = vi.type.tensor_type if vi.type.HasField('tensor_type') else None
-        if tt is not None and tt.elem_type == TensorProto.BFLOAT16:
+        if tt is None or tt.elem_type not in convert.ONNX_DTYPES:
+            continue    # raf-import refuses the input and says why
+        if tt.elem_type == TensorProto.BFLOAT16:
             data = convert.bf16_bits_to_f32(data.astype(np.uint16))
         fn = 'in_%d.npy' % i
         np.save(os.path.join(out, fn), np.ascontiguousarray(data))
