@@ -29,6 +29,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The largest dimension raf-import accepts, and the largest attribute
+ * (stride, padding, dilation, block size): with both bounded, the shape
+ * arithmetic of any op stays far from int64's limits whatever the model
+ * says. */
+#define IMP_MAX_DIM ((int64_t)1 << 32)
+#define IMP_MAX_ATTR ((int64_t)1 << 30)
+
 /* A tensor whose value is known at import time: little-endian, C order, in
  * raf's element type (bf16 and f16 as their 16-bit patterns). */
 typedef struct imp_tensor {
@@ -36,7 +43,8 @@ typedef struct imp_tensor {
   int rank;
   int64_t dims[RAF_MAX_RANK];
   int64_t numel;
-  void *data; /* numel elements, in the importer's arena */
+  bool splat; /* every element is data[0] (constants of any size) */
+  void *data; /* numel elements (1 when splat), in the importer's arena */
 } imp_tensor;
 
 /* A value of the ONNX graph during import. */
@@ -123,12 +131,24 @@ imp_value *imp_value_new(imp *im, raf_dtype dt, int rank,
 imp_tensor *imp_tensor_new(imp *im, raf_dtype dt, int rank,
                            const int64_t *dims);
 int64_t imp_numel(int rank, const int64_t *dims);
+/* t with its elements written out (t itself unless a splat); NULL with an
+ * error when that is too large to fold. */
+imp_tensor *imp_tensor_dense(imp *im, imp_tensor *t);
+/* Whether a shape is within IMP_MAX_DIM per dimension and its element count
+ * fits int64; reports (imp_unsupported) when not. */
+bool imp_shape_ok(imp *im, int rank, const int64_t *dims);
 double imp_get_f64(const imp_tensor *t, int64_t i);
 int64_t imp_get_i64(const imp_tensor *t, int64_t i);
 void imp_set_f64(imp_tensor *t, int64_t i, double v);
 void imp_set_i64(imp_tensor *t, int64_t i, int64_t v);
 bool imp_is_float(raf_dtype dt);
 bool imp_is_int(raf_dtype dt);
+/* A splat tensor of the shape (its one element to be set); NULL with an
+ * error when the shape is out of range. */
+imp_tensor *imp_tensor_splat(imp *im, raf_dtype dt, int rank,
+                             const int64_t *dims);
+/* A tensor of t's shape and splat-ness, of element type dt, to fill. */
+imp_tensor *imp_tensor_like(imp *im, const imp_tensor *t, raf_dtype dt);
 /* A constant value (not yet emitted). */
 imp_value *imp_const_value(imp *im, imp_tensor *t);
 /* A scalar or splat constant of dt. */

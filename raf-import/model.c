@@ -61,7 +61,7 @@ imp_tensor *imp_tensor_from_proto(imp *im, const Onnx__TensorProto *t,
     return NULL;
   }
   int64_t numel = imp_numel((int)t->n_dims, t->dims);
-  if (numel < 0) {
+  if (numel < 0 || !imp_shape_ok(im, (int)t->n_dims, t->dims)) {
     imp_unsupported(im, "%s: invalid dimensions", what);
     return NULL;
   }
@@ -197,11 +197,14 @@ static bool value_info_type(imp *im, const Onnx__ValueInfoProto *vi,
     *rank = (int)tt->shape->n_dim;
     for (int i = 0; i < *rank; i++) {
       const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-      if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-          d->dim_value >= 0)
-        dims[i] = d->dim_value;
-      else
+      if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
         *symbolic = true;
+      else if (d->dim_value < 0 || d->dim_value > IMP_MAX_DIM) {
+        imp_error(im, "%s: %s '%s' has a dimension of %lld", im->file, what,
+                  str(vi->name), (long long)d->dim_value);
+        return false;
+      } else
+        dims[i] = d->dim_value;
     }
   }
   return true;
@@ -253,6 +256,8 @@ static void import_inputs(imp *im, const Onnx__GraphProto *g) {
                   raf_dtype_name(spec->dt));
         continue;
       }
+      if (!imp_shape_ok(im, spec->rank, spec->dims))
+        continue;
       rank = spec->rank;
       memcpy(dims, spec->dims, sizeof dims);
     } else if (symbolic) {

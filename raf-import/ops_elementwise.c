@@ -130,11 +130,12 @@ imp_value *imp_reshape(imp *im, imp_value *v, int rank, const int64_t *dims) {
     return poison(im);
   }
   if (imp_foldable(v)) {
-    imp_tensor *t = imp_tensor_new(im, v->dt, rank, dims);
+    imp_tensor *t = v->konst->splat ? imp_tensor_splat(im, v->dt, rank, dims)
+                                    : imp_tensor_new(im, v->dt, rank, dims);
     if (!t)
       return poison(im);
     memcpy(t->data, v->konst->data,
-           (size_t)t->numel * (size_t)raf_dtype_size(v->dt));
+           (size_t)(t->splat ? 1 : t->numel) * (size_t)raf_dtype_size(v->dt));
     return imp_const_value(im, t);
   }
   return imp_emit(im, "reshape", &v, 1,
@@ -198,20 +199,27 @@ imp_value *imp_reduce(imp *im, const char *op, imp_value *x,
  * begin. */
 static int64_t slice_len(int64_t n, int64_t begin, int64_t end,
                          int64_t step, int64_t *b) {
+  /* begin, end: ONNX's INT64_MIN/MAX mean "to the end"; n is at most
+   * IMP_MAX_DIM, so the clamped values and their differences fit */
+  if (begin < -n) begin = -n - 1;
+  if (end < -n) end = -n - 1;
+  if (begin > n) begin = n;
+  if (end > n) end = n;
   if (step > 0) {
     if (begin < 0) begin += n;
     if (end < 0) end += n;
-    begin = begin < 0 ? 0 : begin > n ? n : begin;
-    end = end < 0 ? 0 : end > n ? n : end;
+    begin = begin < 0 ? 0 : begin;
+    end = end < 0 ? 0 : end;
     *b = begin;
-    return end > begin ? (end - begin + step - 1) / step : 0;
+    return end > begin ? (end - begin - 1) / step + 1 : 0;
   }
   if (begin < 0) begin += n;
   if (end < 0) end += n;
   begin = begin < 0 ? -1 : begin >= n ? n - 1 : begin;
   end = end < 0 ? -1 : end >= n ? n - 1 : end;
   *b = begin;
-  return begin > end ? (begin - end - step - 1) / (-step) : 0;
+  /* -step fits: step > INT64_MIN is checked by the caller */
+  return begin > end ? (begin - end - 1) / -step + 1 : 0;
 }
 
 imp_value *imp_slice(imp *im, imp_value *x, const int64_t *begin,
@@ -222,12 +230,19 @@ imp_value *imp_slice(imp *im, imp_value *x, const int64_t *begin,
   bool unit = true;
   for (int i = 0; i < x->rank; i++) {
     int64_t s = strides ? strides[i] : 1;
-    if (s == 0) {
-      imp_unsupported(im, "a slice step of 0");
+    if (s == 0 || s == INT64_MIN) {
+      imp_unsupported(im, "a slice step of %lld", (long long)s);
       return poison(im);
     }
     unit &= s == 1;
     dims[i] = slice_len(x->dims[i], begin[i], end[i], s, &first[i]);
+  }
+  if (imp_foldable(x) && x->konst->splat) {
+    imp_tensor *t = imp_tensor_splat(im, x->dt, x->rank, dims);
+    if (!t)
+      return poison(im);
+    memcpy(t->data, x->konst->data, (size_t)raf_dtype_size(x->dt));
+    return imp_const_value(im, t);
   }
   if (imp_foldable(x)) {
     imp_tensor *t = imp_tensor_new(im, x->dt, x->rank, dims);
@@ -277,6 +292,9 @@ imp_value *imp_concat(imp *im, imp_value **parts, int n, int axis) {
     imp_tensor *t = imp_tensor_new(im, x->dt, x->rank, dims);
     if (!t)
       return poison(im);
+    for (int i = 0; i < n; i++)
+      if (!(parts[i]->konst = imp_tensor_dense(im, parts[i]->konst)))
+        return poison(im);
     size_t es = (size_t)raf_dtype_size(x->dt);
     int64_t outer = imp_numel(axis, dims), inner = 1;
     for (int i = axis + 1; i < x->rank; i++)
@@ -298,8 +316,16 @@ imp_value *imp_pad_const(imp *im, imp_value *x, const int64_t *begins,
                          const int64_t *ends, double value) {
   int64_t b[RAF_MAX_RANK], e[RAF_MAX_RANK];
   bool crop = false;
-  for (int i = 0; i < x->rank; i++)
+  for (int i = 0; i < x->rank; i++) {
+    if (begins[i] < -x->dims[i] || ends[i] < -x->dims[i] ||
+        begins[i] > IMP_MAX_DIM || ends[i] > IMP_MAX_DIM) {
+      imp_unsupported(im, "pads of %lld and %lld for a dimension of %lld",
+                      (long long)begins[i], (long long)ends[i],
+                      (long long)x->dims[i]);
+      return poison(im);
+    }
     crop |= begins[i] < 0 || ends[i] < 0;
+  }
   if (crop) {
     int64_t sb[RAF_MAX_RANK], se[RAF_MAX_RANK];
     for (int i = 0; i < x->rank; i++) {
@@ -357,11 +383,11 @@ static int map_unary(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   if (!imp_check_dt(im, x, r->allowed, r->raf))
     return -1;
   if (!strcmp(r->raf, "neg") && imp_foldable(x) && imp_is_int(x->dt)) {
-    imp_tensor *t = imp_tensor_new(im, x->dt, x->rank, x->dims);
+    imp_tensor *t = imp_tensor_like(im, x->konst, x->dt);
     if (!t)
       return -1;
-    for (int64_t i = 0; i < t->numel; i++)
-      imp_set_i64(t, i, -imp_get_i64(x->konst, i));
+    for (int64_t i = 0; i < (t->splat ? 1 : t->numel); i++)
+      imp_set_i64(t, i, (int64_t)(0 - (uint64_t)imp_get_i64(x->konst, i)));
     outs[0] = imp_const_value(im, t);
     return 1;
   }
@@ -478,7 +504,7 @@ static int map_pow(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     imp_tensor *yv = imp_known(im, y, "a Pow exponent of another type");
     if (!yv)
       return -1;
-    for (int64_t i = 0; i < yv->numel; i++) {
+    for (int64_t i = 0; i < (yv->splat ? 1 : yv->numel); i++) {
       double d = imp_get_f64(yv, i);
       imp_tensor probe = {.dt = x->dt, .numel = 1};
       char buf[8];
@@ -559,10 +585,10 @@ static int cast_to(imp *im, imp_value *x, raf_dtype to, imp_value **outs) {
                                "truncates to bfloat16, .raf rounds to "
                                "nearest even");
   if (imp_foldable(x) && !imp_is_float(to) && !imp_is_float(x->dt)) {
-    imp_tensor *t = imp_tensor_new(im, to, x->rank, x->dims);
+    imp_tensor *t = imp_tensor_like(im, x->konst, to);
     if (!t)
       return -1;
-    for (int64_t i = 0; i < t->numel; i++)
+    for (int64_t i = 0; i < (t->splat ? 1 : t->numel); i++)
       imp_set_i64(t, i, imp_get_i64(x->konst, i));
     outs[0] = imp_const_value(im, t);
     return 1;

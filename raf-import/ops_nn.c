@@ -368,6 +368,11 @@ static bool pad_amounts(imp *im, const Onnx__NodeProto *n, const imp_value *x,
     imp_unsupported(im, "%d pads for %d spatial dimensions", c, nd);
     return false;
   }
+  for (int i = 0; i < 2 * nd; i++)
+    if (pads[i] < 0 || pads[i] > IMP_MAX_ATTR) {
+      imp_unsupported(im, "a padding of %lld", (long long)pads[i]);
+      return false;
+    }
   memcpy(pb, pads, sizeof(int64_t) * (size_t)nd);
   memcpy(pe, pads + nd, sizeof(int64_t) * (size_t)nd);
   return true;
@@ -389,7 +394,7 @@ static bool spatial_ints(imp *im, const Onnx__NodeProto *n, const char *name,
     return false;
   }
   for (int i = 0; i < nd; i++)
-    if (v[i] <= 0 && strcmp(name, "pads")) {
+    if (v[i] <= 0 || v[i] > IMP_MAX_ATTR) {
       imp_unsupported(im, "%s of %lld", name, (long long)v[i]);
       return false;
     }

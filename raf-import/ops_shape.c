@@ -128,16 +128,13 @@ static int map_constant_of_shape(imp *im, const Onnx__NodeProto *n,
       return -1;
     dt = val->dt;
   }
-  imp_tensor *t = imp_tensor_new(im, dt, rank, dims);
+  imp_tensor *t = imp_tensor_splat(im, dt, rank, dims);
   if (!t)
     return -1;
-  size_t es = (size_t)raf_dtype_size(dt);
-  for (int64_t i = 0; i < t->numel; i++) {
-    if (val && val->numel)
-      memcpy((char *)t->data + i * (int64_t)es, val->data, es);
-    else
-      imp_set_f64(t, i, 0);
-  }
+  if (val && val->numel)
+    memcpy(t->data, val->data, (size_t)raf_dtype_size(dt));
+  else
+    imp_set_f64(t, 0, 0);
   outs[0] = imp_const_value(im, t);
   return 1;
 }
@@ -193,11 +190,10 @@ static int map_reshape(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                                                           : shape[i];
     if (out[i] == -1 && infer < 0)
       infer = i;
-    else if (out[i] < 0)
+    else if (out[i] < 0 || out[i] > IMP_MAX_DIM ||
+             __builtin_mul_overflow(known, out[i], &known))
       return imp_unsupported(im, "a Reshape dimension of %lld",
                              (long long)out[i]);
-    else
-      known *= out[i];
   }
   if (infer >= 0)
     out[infer] = known ? imp_numel(x->rank, x->dims) / known : 0;
@@ -340,7 +336,7 @@ static int map_expand(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   imp_value shape = {.dt = x->dt};
   shape.rank = known_ints(im, ins[1], "the Expand shape", shape.dims,
                           RAF_MAX_RANK);
-  if (shape.rank < 0)
+  if (shape.rank < 0 || !imp_shape_ok(im, shape.rank, shape.dims))
     return -1;
   int rank;
   int64_t dims[RAF_MAX_RANK];
@@ -459,6 +455,9 @@ static int map_split(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                              nout);
     int64_t total = 0;
     for (int i = 0; i < nsizes; i++) {
+      if (sizes[i] > IMP_MAX_DIM)
+        return imp_unsupported(im, "a split size of %lld",
+                               (long long)sizes[i]);
       if (sizes[i] <= 0)
         return imp_unsupported(im, "split sizes of 0 (.raf sizes are "
                                    "positive)");
@@ -505,7 +504,8 @@ static int map_gather(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     return -1;
   if (imp_foldable(x) && imp_foldable(idx)) {
     imp_tensor *t = imp_tensor_new(im, x->dt, rank, dims);
-    if (!t)
+    if (!t || !(x->konst = imp_tensor_dense(im, x->konst)) ||
+        !(idx->konst = imp_tensor_dense(im, idx->konst)))
       return -1;
     int64_t outer = imp_numel(a, x->dims), inner = 1, ni = idx->konst->numel;
     for (int i = a + 1; i < x->rank; i++)
@@ -548,8 +548,8 @@ static int map_tile(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   /* x [s0, s1, ..] -> [1, s0, 1, s1, ..] -> [r0, s0, r1, s1, ..] */
   int64_t inter[RAF_MAX_RANK], wide[RAF_MAX_RANK], out[RAF_MAX_RANK];
   for (int i = 0; i < x->rank; i++) {
-    if (reps[i] < 0)
-      return imp_unsupported(im, "a negative repeat");
+    if (reps[i] < 0 || reps[i] > IMP_MAX_DIM)
+      return imp_unsupported(im, "a repeat of %lld", (long long)reps[i]);
     inter[2 * i] = 1;
     inter[2 * i + 1] = x->dims[i];
     wide[2 * i] = reps[i];
@@ -567,8 +567,9 @@ static int map_depth_space(imp *im, const Onnx__NodeProto *n,
   (void)nins;
   imp_value *x = ins[0];
   int64_t b = imp_attr_int(n, "blocksize", 0);
-  if (x->rank != 4 || b <= 0)
-    return imp_unsupported(im, "needs a rank-4 input and a blocksize");
+  if (x->rank != 4 || b <= 0 || b > 65536)
+    return imp_unsupported(im, "needs a rank-4 input and a blocksize "
+                               "from 1 to 65536");
   int64_t N = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
   bool to_space = !strcmp(n->op_type, "DepthToSpace");
   if (to_space ? c % (b * b) : (h % b || w % b))

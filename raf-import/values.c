@@ -24,6 +24,20 @@ int64_t imp_numel(int rank, const int64_t *dims) {
   return n;
 }
 
+bool imp_shape_ok(imp *im, int rank, const int64_t *dims) {
+  for (int i = 0; i < rank; i++)
+    if (dims[i] < 0 || dims[i] > IMP_MAX_DIM) {
+      imp_unsupported(im, "a dimension of %lld (raf-import takes 0 to 2^32)",
+                      (long long)dims[i]);
+      return false;
+    }
+  if (imp_numel(rank, dims) < 0) {
+    imp_unsupported(im, "a shape of more than 2^63 elements");
+    return false;
+  }
+  return true;
+}
+
 bool imp_is_float(raf_dtype dt) { return raf_dtype_is_float(dt); }
 
 bool imp_is_int(raf_dtype dt) {
@@ -70,7 +84,21 @@ imp_tensor *imp_tensor_new(imp *im, raf_dtype dt, int rank,
   return t;
 }
 
+imp_tensor *imp_tensor_dense(imp *im, imp_tensor *t) {
+  if (!t->splat)
+    return t;
+  imp_tensor *d = imp_tensor_new(im, t->dt, t->rank, t->dims);
+  if (!d)
+    return NULL;
+  size_t es = (size_t)raf_dtype_size(t->dt);
+  for (int64_t i = 0; i < d->numel; i++)
+    memcpy((char *)d->data + i * (int64_t)es, t->data, es);
+  return d;
+}
+
 double imp_get_f64(const imp_tensor *t, int64_t i) {
+  if (t->splat)
+    i = 0;
   const char *p = (const char *)t->data + i * raf_dtype_size(t->dt);
   switch (t->dt) {
   case RAF_F64: { double v; memcpy(&v, p, 8); return v; }
@@ -82,6 +110,8 @@ double imp_get_f64(const imp_tensor *t, int64_t i) {
 }
 
 int64_t imp_get_i64(const imp_tensor *t, int64_t i) {
+  if (t->splat)
+    i = 0;
   const char *p = (const char *)t->data + i * raf_dtype_size(t->dt);
   switch (t->dt) {
   case RAF_I64: { int64_t v; memcpy(&v, p, 8); return v; }
@@ -128,16 +158,36 @@ imp_value *imp_const_value(imp *im, imp_tensor *t) {
   return v;
 }
 
+imp_tensor *imp_tensor_splat(imp *im, raf_dtype dt, int rank,
+                             const int64_t *dims) {
+  if (rank < 0 || rank > RAF_MAX_RANK || !imp_shape_ok(im, rank, dims))
+    return NULL;
+  int64_t one = 1;
+  imp_tensor *t = imp_tensor_new(im, dt, 1, &one);
+  if (!t)
+    return NULL;
+  t->rank = rank;
+  if (rank)
+    memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+  t->numel = imp_numel(rank, dims);
+  t->splat = true;
+  return t;
+}
+
+imp_tensor *imp_tensor_like(imp *im, const imp_tensor *t, raf_dtype dt) {
+  return t->splat ? imp_tensor_splat(im, dt, t->rank, t->dims)
+                  : imp_tensor_new(im, dt, t->rank, t->dims);
+}
+
 imp_value *imp_splat(imp *im, double x, raf_dtype dt, int rank,
                      const int64_t *dims) {
-  imp_tensor *t = imp_tensor_new(im, dt, rank, dims);
+  imp_tensor *t = imp_tensor_splat(im, dt, rank, dims);
   imp_value *v = imp_value_new(im, dt, rank, dims);
   if (!t) {
     v->poisoned = true;
     return v;
   }
-  for (int64_t i = 0; i < t->numel; i++)
-    imp_set_f64(t, i, x);
+  imp_set_f64(t, 0, x);
   v->konst = t;
   return v;
 }
@@ -188,6 +238,8 @@ static void fmt_number(char *buf, size_t size, const imp_tensor *t,
 }
 
 static bool all_equal(const imp_tensor *t) {
+  if (t->splat)
+    return true;
   size_t es = (size_t)raf_dtype_size(t->dt);
   for (int64_t i = 1; i < t->numel; i++)
     if (memcmp((char *)t->data + i * (int64_t)es, t->data, es))
@@ -269,10 +321,17 @@ void imp_emit_n(imp *im, const char *op, imp_value **args, int nargs,
     nargs = 64;
   for (int i = 0; i < nargs; i++)
     refs[i] = imp_ref(im, args[i]);
+  bool ok = true;
   for (int i = 0; i < n; i++) {
     outs[i] = imp_value_new(im, dts[i], ranks[i], dims[i]);
     outs[i]->ref = imp_fresh(im);
+    if (!imp_shape_ok(im, ranks[i], dims[i])) {
+      outs[i]->poisoned = true;
+      ok = false;
+    }
   }
+  if (!ok)
+    return;
   imp_append(im, "  ");
   for (int i = 0; i < n; i++)
     imp_append(im, "%s%s", i ? ", " : "", outs[i]->ref);
