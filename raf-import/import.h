@@ -128,8 +128,13 @@ const char *imp_unique_name(imp *im, const char *onnx_name);
 /* --- values.c: values, constants, emitting --------------------------- */
 imp_value *imp_value_new(imp *im, raf_dtype dt, int rank,
                          const int64_t *dims);
+/* A tensor for a folded value; NULL with an error above 2^22 elements. */
 imp_tensor *imp_tensor_new(imp *im, raf_dtype dt, int rank,
                            const int64_t *dims);
+/* A tensor for data read from a file (an initializer, --specialize data),
+ * of any size. */
+imp_tensor *imp_tensor_for_data(imp *im, raf_dtype dt, int rank,
+                                const int64_t *dims);
 int64_t imp_numel(int rank, const int64_t *dims);
 /* t with its elements written out (t itself unless a splat); NULL with an
  * error when that is too large to fold. */

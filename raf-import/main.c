@@ -77,7 +77,7 @@ static bool load_spec(imp *im, raf_ctx *ctx, const char *arg) {
     raf_diag_render(ctx, stderr);
     return false;
   }
-  imp_tensor *t = imp_tensor_new(im, a.dtype, a.rank, a.dims);
+  imp_tensor *t = imp_tensor_for_data(im, a.dtype, a.rank, a.dims);
   if (t)
     memcpy(t->data, a.data, (size_t)a.numel * (size_t)raf_dtype_size(a.dtype));
   raf_npy_free(&a);

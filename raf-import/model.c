@@ -88,7 +88,7 @@ imp_tensor *imp_tensor_from_proto(imp *im, const Onnx__TensorProto *t,
       return NULL;
     }
   }
-  imp_tensor *out = imp_tensor_new(im, dt, (int)t->n_dims, t->dims);
+  imp_tensor *out = imp_tensor_for_data(im, dt, (int)t->n_dims, t->dims);
   if (!out)
     return NULL;
   if (t->has_raw_data) {

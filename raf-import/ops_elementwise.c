@@ -46,9 +46,12 @@ const char *imp_attr_string(imp *im, const Onnx__NodeProto *n,
 
 const int64_t *imp_attr_ints(const Onnx__NodeProto *n, const char *name,
                              int *count) {
+  static const int64_t none[1];
   const Onnx__AttributeProto *a = imp_attr(n, name);
   *count = a ? (int)a->n_ints : 0;
-  return a ? a->ints : NULL;
+  if (!a)
+    return NULL;
+  return a->n_ints ? a->ints : none; /* present, empty: not NULL */
 }
 
 /* --- shared helpers ------------------------------------------------------- */

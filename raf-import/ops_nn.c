@@ -30,6 +30,8 @@ static int map_matmul(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     int64_t d[2] = {b->dims[0], 1};
     b = imp_reshape(im, b, 2, d);
   }
+  if (a->poisoned || b->poisoned)
+    return -1;
   imp_value ba = {.rank = a->rank - 2}, bb = {.rank = b->rank - 2};
   memcpy(ba.dims, a->dims, sizeof(int64_t) * (size_t)ba.rank);
   memcpy(bb.dims, b->dims, sizeof(int64_t) * (size_t)bb.rank);

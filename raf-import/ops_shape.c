@@ -170,6 +170,8 @@ static int map_reshape(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   if (im->opset < 5) {
     int c;
     const int64_t *s = imp_attr_ints(n, "shape", &c);
+    if (!s)
+      return imp_unsupported(im, "Reshape without a shape");
     if (c > RAF_MAX_RANK)
       return imp_unsupported(im, "a shape of rank %d", c);
     memcpy(shape, s, sizeof(int64_t) * (size_t)c);

@@ -8,9 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Constants larger than this are refused: a shape taken from a model's
- * data must not make the importer allocate without bound. */
-#define MAX_CONST_ELEMS ((int64_t)1 << 28)
+/* Constants with more elements than this, other than splats, are refused:
+ * they are written into the .raf text as literals, and a shape taken from
+ * a model's data must not make the importer allocate or write without
+ * bound. (Large weights are initializers, which go to the safetensors
+ * file and are not subject to this.) */
+#define MAX_CONST_ELEMS ((int64_t)1 << 22)
 
 int64_t imp_numel(int rank, const int64_t *dims) {
   int64_t n = 1;
@@ -63,9 +66,21 @@ imp_value *imp_value_new(imp *im, raf_dtype dt, int rank,
 imp_tensor *imp_tensor_new(imp *im, raf_dtype dt, int rank,
                            const int64_t *dims) {
   int64_t n = imp_numel(rank, dims);
-  if (rank > RAF_MAX_RANK || n < 0 || n > MAX_CONST_ELEMS) {
-    imp_error(im, "%s: a constant of %lld elements is too large to fold",
-              im->file, (long long)n);
+  if (n > MAX_CONST_ELEMS) {
+    imp_unsupported(im, "a constant of %lld elements is too large to fold "
+                        "(raf-import folds at most 2^22)", (long long)n);
+    return NULL;
+  }
+  return imp_tensor_for_data(im, dt, rank, dims);
+}
+
+imp_tensor *imp_tensor_for_data(imp *im, raf_dtype dt, int rank,
+                                const int64_t *dims) {
+  int64_t n = imp_numel(rank, dims);
+  if (rank < 0 || rank > RAF_MAX_RANK || n < 0 ||
+      (uint64_t)n > SIZE_MAX / 8) {
+    imp_unsupported(im, "a tensor of rank %d and %lld elements", rank,
+                    (long long)n);
     return NULL;
   }
   imp_tensor *t = RAF_NEW(&im->arena, imp_tensor);
