@@ -79,6 +79,20 @@ def main(out):
         [f32('x', [3, 3])], [f32('r', [3, 1]), f32('d', []), f32('y', [3, 3])],
         [numpy_helper.from_array(np.array([1], dtype=np.int64), 'k')])
 
+    # Names that are no .raf identifiers, that clash once made ones, and
+    # that look like raf-import's temporaries (%t1, ...).
+    models['names'] = model(
+        [helper.make_node('Add', ['a-b', 'a_b'], ['s']),
+         helper.make_node('Mul', ['s', 't1'], ['out/0'])],
+        [f32('a-b', [2]), f32('a_b', [2]), f32('t1', [2])],
+        [f32('out/0', [2])])
+
+    # bfloat16 in and out (.npy has none: --bf16-io=f32).
+    models['bf16'] = model(
+        [helper.make_node('Relu', ['x'], ['y'])],
+        [helper.make_tensor_value_info('x', TensorProto.BFLOAT16, [2])],
+        [helper.make_tensor_value_info('y', TensorProto.BFLOAT16, [2])])
+
     # A good model at an opset raf-import does not know yet.
     models['opset99'] = model([helper.make_node('Relu', ['x'], ['y'])],
                               [f32('x', [2])], [f32('y', [2])], opset=99)
