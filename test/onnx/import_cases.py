@@ -117,9 +117,14 @@ def import_test(d, work, raf_import):
         files[names[vi.name]] = fn
         cmd.append('--specialize=%s=@%s' % (vi.name, os.path.join(out, fn)))
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    report = p.stdout.decode(errors='replace')
+    if 'Sanitizer' in report or 'runtime error:' in report:
+        # A leak or a fault in raf-import is a failure, not a skip.
+        raise RuntimeError('%s: raf-import under the sanitizers:\n%s' %
+                           (name, report))
     if p.returncode != 0:
         shutil.rmtree(out)
-        lines = p.stdout.decode(errors='replace').strip().splitlines()
+        lines = report.strip().splitlines()
         first = lines[0] if lines else 'raf-import failed'
         # "raf-import: error: FILE: node 3 (Op): REASON" -> "Op: REASON"
         first = first.replace('raf-import: error: ', '').replace(
