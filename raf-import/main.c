@@ -50,6 +50,16 @@ static char *read_file(const char *path, size_t *len) {
   return data;
 }
 
+static bool valid_function_name(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+    return false;
+  for (s++; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_' || *s == '.'))
+      return false;
+  return true;
+}
+
 /* OUT.raf -> OUT.safetensors */
 static char *params_path(const char *out) {
   size_t n = strlen(out);
@@ -107,6 +117,12 @@ int main(int argc, char **argv) {
       output = argv[++i];
     } else if (!strncmp(a, "--function=", 11)) {
       opt.function = a + 11;
+      if (!valid_function_name(opt.function)) {
+        fprintf(stderr, "raf-import: --function=%s: not a .raf function "
+                        "name ([A-Za-z_][A-Za-z0-9_.]*)\n", opt.function);
+        free(specs);
+        return 1;
+      }
     } else if (!strncmp(a, "--params=", 9)) {
       params = a + 9;
     } else if (!strncmp(a, "--specialize=", 13)) {

@@ -417,6 +417,20 @@ static bool check_opset(imp *im, const Onnx__ModelProto *m) {
   return true;
 }
 
+/* The graph's name as a .raf function name (@[A-Za-z_][A-Za-z0-9_.]*):
+ * other characters become '_'; "main" when it has none. */
+static const char *function_name(imp *im, const char *graph) {
+  if (!*graph)
+    return "main";
+  char *s = imp_fmt(im, "%s%s", (*graph >= '0' && *graph <= '9') ||
+                                        *graph == '.' ? "_" : "", graph);
+  for (char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
+      *p = '_';
+  return s;
+}
+
 bool imp_import_model(imp *im, const Onnx__ModelProto *m) {
   if (!m->graph) {
     imp_error(im, "%s: the model has no graph", im->file);
@@ -425,10 +439,8 @@ bool imp_import_model(imp *im, const Onnx__ModelProto *m) {
   if (!check_opset(im, m))
     return false;
   const Onnx__GraphProto *g = m->graph;
-  if (!im->opt.function) {
-    const char *gn = str(g->name);
-    im->opt.function = *gn ? gn : "main";
-  }
+  if (!im->opt.function)
+    im->opt.function = function_name(im, str(g->name));
   import_inputs(im, g);
   if (im->nerrors)
     return false;
@@ -464,6 +476,11 @@ bool imp_import_model(imp *im, const Onnx__ModelProto *m) {
     if (!value_info_type(im, g->output[i], "output", &dt, &rank, dims,
                          &symbolic))
       continue;
+    if (dt != v->dt) {
+      imp_error(im, "%s: graph output '%s' is declared %s but computes %s",
+                im->file, name, raf_dtype_name(dt), raf_dtype_name(v->dt));
+      continue;
+    }
     if (v->dt == RAF_BF16 && im->opt.bf16_io_as_f32)
       v = imp_cast(im, v, RAF_F32);
     refs[i] = imp_ref(im, v);

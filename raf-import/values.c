@@ -259,7 +259,6 @@ static bool all_equal(const imp_tensor *t) {
   for (int64_t i = 1; i < t->numel; i++)
     if (memcmp((char *)t->data + i * (int64_t)es, t->data, es))
       return false;
-  /* NaN has several bit patterns but one literal: a splat is fine. */
   return true;
 }
 
@@ -331,7 +330,7 @@ imp_value *imp_emit(imp *im, const char *op, imp_value **args, int nargs,
 void imp_emit_n(imp *im, const char *op, imp_value **args, int nargs,
                 const char *attrs, int n, raf_dtype *dts, int *ranks,
                 int64_t (*dims)[RAF_MAX_RANK], imp_value **outs) {
-  const char *refs[64];
+  const char *refs[64]; /* import_node admits at most 64 inputs a node */
   if (nargs > 64)
     nargs = 64;
   for (int i = 0; i < nargs; i++)

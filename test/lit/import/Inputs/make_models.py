@@ -85,7 +85,7 @@ def main(out):
         [helper.make_node('Add', ['a-b', 'a_b'], ['s']),
          helper.make_node('Mul', ['s', 't1'], ['out/0'])],
         [f32('a-b', [2]), f32('a_b', [2]), f32('t1', [2])],
-        [f32('out/0', [2])])
+        [f32('out/0', [2])], name='torch-jit export')
 
     # bfloat16 in and out (.npy has none: --bf16-io=f32).
     models['bf16'] = model(
