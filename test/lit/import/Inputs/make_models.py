@@ -93,6 +93,17 @@ def main(out):
         [helper.make_tensor_value_info('x', TensorProto.BFLOAT16, [2])],
         [helper.make_tensor_value_info('y', TensorProto.BFLOAT16, [2])])
 
+    # Models that decode but break ONNX's rules: a node reading a name
+    # nothing defines, one missing a required input, an output declared
+    # with another type than it has.
+    models['malformed'] = model(
+        [helper.make_node('Relu', ['nowhere'], ['r']),
+         helper.make_node('Add', ['x'], ['a'], name='half')],
+        [f32('x', [2])], [f32('r', [2]), f32('a', [2])])
+    models['badtype'] = model(
+        [helper.make_node('Relu', ['x'], ['y'])], [f32('x', [2])],
+        [helper.make_tensor_value_info('y', TensorProto.INT64, [2])])
+
     # A good model at an opset raf-import does not know yet.
     models['opset99'] = model([helper.make_node('Relu', ['x'], ['y'])],
                               [f32('x', [2])], [f32('y', [2])], opset=99)
