@@ -94,6 +94,10 @@ imp_value *imp_binary(imp *im, const char *op, imp_value *a, imp_value *b,
                       raf_dtype dt) {
   int rank;
   int64_t dims[RAF_MAX_RANK];
+  if (!a || !b) {
+    imp_unsupported(im, "an input is missing");
+    return poison(im);
+  }
   if (a->poisoned || b->poisoned || !imp_broadcast(im, a, b, &rank, dims))
     return poison(im);
   imp_value *args[2] = {a, b};
@@ -569,6 +573,9 @@ static int map_chain(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                    : !strcmp(n->op_type, "Min") ? "minimum"
                                                 : "add";
   bool mean = !strcmp(n->op_type, "Mean");
+  for (int i = 0; i < nins; i++)
+    if (!ins[i])
+      return imp_unsupported(im, "input %d is missing", i);
   if (!imp_check_dt(im, ins[0], mean ? "f" : "fi", mean ? "div" : op))
     return -1;
   imp_value *acc = ins[0];
