@@ -2,8 +2,9 @@
 # test.sh: the whole test suite. Installs what is missing, builds, and runs
 #  1. the unit and lit tests (CTest) on the release build;
 #  2. the same again on an AddressSanitizer + UBSan build;
-#  3. the parser fuzzer (libFuzzer, clang-19) for FUZZ_SECONDS (default 60),
-#     seeded with the lit tests.
+#  3. the parser fuzzer (libFuzzer, clang-19), seeded with the lit tests,
+#     and raf-import's, seeded with the ONNX node tests' models, for half of
+#     FUZZ_SECONDS (default 60) each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 passed=0
@@ -36,16 +37,31 @@ fuzz() {
     csplit -s -z -f "$corpus/$(basename "$f" .raf)." "$f" '/^\/\/ -----/' '{*}' 2>/dev/null ||
       cp "$f" "$corpus/"
   done
-  build-fuzz/fuzz-parse -max_total_time="${FUZZ_SECONDS:-60}" -max_len=4096 \
+  # FUZZ_SECONDS is shared: half for the parser, half for raf-import.
+  local seconds=$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))
+  build-fuzz/fuzz-parse -max_total_time="$seconds" -max_len=4096 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
     grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)' 
   local rc=${PIPESTATUS[0]}
+  rm -rf "$corpus"
+  [ "$rc" = 0 ] || return "$rc"
+  # raf-import (built only with protobuf-c), seeded with the ONNX node
+  # tests' models.
+  [ -x build-fuzz/fuzz-import ] || return 0
+  corpus=$(mktemp -d)
+  for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+    [ -f "$f" ] && cp "$f" "$corpus/$(basename "$(dirname "$f")").onnx"
+  done
+  build-fuzz/fuzz-import -max_total_time="$seconds" -max_len=16384 \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
+    grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)'
+  rc=${PIPESTATUS[0]}
   rm -rf "$corpus"
   return "$rc"
 }
 
 step "release build: unit and lit tests" release
 step "AddressSanitizer/UBSan build: unit and lit tests" sanitized
-step "fuzzer: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes" fuzz
+step "fuzzers: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes, and raf-import" fuzz
 echo "test.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,12 +1,16 @@
 #!/usr/bin/python3
-"""run.py: converts the ONNX backend node tests and runs them through raf-run.
+"""run.py: imports the ONNX backend node tests and runs them through raf-run.
 
-    run.py --raf-run build/raf-run [--work build/onnx] [--jobs 2]
-           [--only REGEX] [--no-convert] [--passes PIPELINE] [-v]
+    run.py --raf-run build/raf-run [--raf-import build/raf-import]
+           [--work build/onnx] [--jobs 2] [--only REGEX] [--no-convert]
+           [--passes PIPELINE] [-v]
 
-Calls convert.py (unless --no-convert), then runs every converted case as
+Imports every test's model with raf-import (import_cases.py), or, without
+--raf-import (a build without protobuf-c), converts it with the Python
+reference converter convert.py; then (unless --no-convert) runs every case as
 
-    raf-run case.raf --function=TEST --input=NAME=@in_NAME.npy ...
+    raf-run case.raf --function=TEST --input=NAME=@in_N.npy ...
+            [--load=case.safetensors]
             --expected-output=@out_0.npy ... --atol=A --rtol=R
 
 on --jobs processes, prints each failure with raf-run's output, and ends with
@@ -26,6 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import convert  # noqa: E402
+import import_cases  # noqa: E402
 
 
 def command(raf_run, case_dir, case):
@@ -33,6 +38,8 @@ def command(raf_run, case_dir, case):
            '--function=' + case['function']]
     for name, fn in case['inputs']:
         cmd.append('--input=%s=@%s' % (name, os.path.join(case_dir, fn)))
+    if case.get('load'):
+        cmd.append('--load=' + os.path.join(case_dir, case['load']))
     for fn in case['outputs']:
         cmd.append('--expected-output=@' + os.path.join(case_dir, fn))
     if case['atol'] or case['rtol']:
@@ -69,6 +76,8 @@ def run_case(raf_run, case_dir, timeout, threads, raf_opt, passes):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--raf-run', required=True, help='the raf-run binary')
+    ap.add_argument('--raf-import', help='the raf-import binary (default: '
+                    'convert with convert.py)')
     ap.add_argument('--work', default='build/onnx',
                     help='where the cases are generated')
     ap.add_argument('--data', default=convert.DATA)
@@ -97,8 +106,14 @@ def main():
         conv_args = ['--data', args.data, '--work', args.work]
         if args.only:
             conv_args += ['--only', args.only]
-        if convert.main(conv_args) != 0:
-            print('onnx: the converter failed')
+        if args.raf_import:
+            conv_args += ['--raf-import', args.raf_import,
+                          '--jobs', str(args.jobs)]
+            failed_import = import_cases.main(conv_args) != 0
+        else:
+            failed_import = convert.main(conv_args) != 0
+        if failed_import:
+            print('onnx: the import failed')
             return 1
     with open(os.path.join(args.work, 'summary.json')) as f:
         summary = json.load(f)

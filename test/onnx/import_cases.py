@@ -1,0 +1,228 @@
+#!/usr/bin/python3
+"""import_cases.py: ONNX backend node tests -> raf-run cases, by raf-import.
+
+The same cases as convert.py writes (WORK/cases/TEST/{case.raf, *.npy,
+case.json} and WORK/summary.json), but each model is imported by the C tool
+raf-import; this script only writes the test's inputs and expected outputs
+from its .pb files (with onnx.numpy_helper) and tells raf-run how to call
+the function. Every graph input is given to raf-import with --specialize, so
+an input that .raf takes as an attribute (a Reshape's shape) is specialised
+to the test's data, as convert.py does. A model raf-import refuses is
+skipped with raf-import's own message as the reason.
+
+Usage: import_cases.py --raf-import BIN [--data DIR] [--work DIR]
+                       [--only REGEX] [--jobs N]
+"""
+import argparse
+import collections
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import convert  # noqa: E402  (the .pb loading, dtypes and tolerances)
+
+
+class Skip(Exception):
+    pass
+
+
+def raf_names(model):
+    """ONNX value name -> the .raf argument name raf-import gives it: other
+    characters than [A-Za-z0-9_.] become '_', a clash (or a name like the
+    temporaries, t1, t2, ...) gets '_' appended; named in this order: the
+    graph inputs first, then the initializers (raf-import/imp.c,
+    imp_unique_name; raf-import/model.c, import_inputs)."""
+    taken = set()
+    out = {}
+
+    def name(n):
+        s = re.sub(r'[^A-Za-z0-9_.]', '_', n) or 'arg'
+        while re.fullmatch(r't[0-9]+', s) or s in taken:
+            s += '_'
+        taken.add(s)
+        return s
+    inits = [t.name for t in model.graph.initializer]
+    for vi in model.graph.input:
+        if vi.name not in inits and vi.name not in out:
+            out[vi.name] = name(vi.name)
+    for n in inits:
+        if n not in out:
+            out[n] = name(n)
+    return out
+
+
+def parse_signature(text, function):
+    """The arguments (name, type) and result types of the function."""
+    m = re.search(r'^func @%s\((.*)\) -> (.*) \{$' % re.escape(function),
+                  text, re.M)
+    if not m:
+        raise RuntimeError('no signature for @%s' % function)
+    args = re.findall(r'%([A-Za-z0-9_.]+): ([a-z0-9]+)\[([0-9,]*)\]',
+                      m.group(1))
+    results = re.findall(r'([a-z0-9]+)\[([0-9,]*)\]', m.group(2))
+
+    def shape(s):
+        return tuple(int(x) for x in s.split(',')) if s else ()
+    return ([(n, dt, shape(s)) for n, dt, s in args],
+            [(dt, shape(s)) for dt, s in results])
+
+
+def numbered(ds, kind):
+    return sorted(glob.glob(os.path.join(ds, kind + '_*.pb')),
+                  key=lambda p: int(re.findall(r'\d+', os.path.basename(p))
+                                    [0]))
+
+
+def import_test(d, work, raf_import):
+    name = os.path.basename(d)
+    model_path = os.path.join(d, 'model.onnx')
+    model = onnx.load(model_path)
+    ds = os.path.join(d, 'test_data_set_0')
+    try:
+        inputs = [convert.load_pb(p) for p in numbered(ds, 'input')]
+        outputs = [convert.load_pb(p) for p in numbered(ds, 'output')]
+    except (convert.Skip, ValueError):
+        # Data that is no tensor (sequences, optionals) or of a type .raf
+        # lacks: raf-import says why it refuses the model.
+        inputs = outputs = None
+    inits = {t.name for t in model.graph.initializer}
+    real_inputs = [vi for vi in model.graph.input if vi.name not in inits]
+    out = os.path.join(work, name)
+    os.makedirs(out, exist_ok=True)
+    names = raf_names(model)
+    files = {}
+    cmd = [raf_import, model_path, '-o', os.path.join(out, 'case.raf'),
+           '--function=' + name, '--bf16-io=f32']
+    if inputs is not None and len(real_inputs) != len(inputs):
+        raise Skip('test data does not match the graph inputs')
+    for i, (vi, data) in enumerate(zip(real_inputs, inputs or [])):
+        tt = vi.type.tensor_type if vi.type.HasField('tensor_type') else None
+        if tt is None or tt.elem_type not in convert.ONNX_DTYPES:
+            continue    # raf-import refuses the input and says why
+        if tt.elem_type == TensorProto.BFLOAT16:
+            data = convert.bf16_bits_to_f32(data.astype(np.uint16))
+        fn = 'in_%d.npy' % i
+        np.save(os.path.join(out, fn), np.ascontiguousarray(data))
+        files[names[vi.name]] = fn
+        cmd.append('--specialize=%s=@%s' % (vi.name, os.path.join(out, fn)))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    report = p.stdout.decode(errors='replace')
+    if 'Sanitizer' in report or 'runtime error:' in report:
+        # A leak or a fault in raf-import is a failure, not a skip.
+        raise RuntimeError('%s: raf-import under the sanitizers:\n%s' %
+                           (name, report))
+    if p.returncode != 0:
+        shutil.rmtree(out)
+        lines = report.strip().splitlines()
+        first = lines[0] if lines else 'raf-import failed'
+        # "raf-import: error: FILE: node 3 (Op): REASON" -> "Op: REASON"
+        first = first.replace('raf-import: error: ', '').replace(
+            model_path + ': ', '')
+        raise Skip(re.sub(r'^node \d+ (\'[^\']*\' )?', '', first))
+    if inputs is None:
+        shutil.rmtree(out)
+        raise Skip('the test data cannot be read as .raf tensors')
+    with open(os.path.join(out, 'case.raf')) as f:
+        args, results = parse_signature(f.read(), name)
+    case = {'name': name, 'function': name, 'inputs': [], 'outputs': []}
+    for arg, dt, shape in args:
+        if arg in files:
+            case['inputs'].append([arg, files[arg]])
+    if os.path.exists(os.path.join(out, 'case.safetensors')):
+        case['load'] = 'case.safetensors'
+    if len(results) != len(outputs):
+        raise RuntimeError('%s: %d results, the test expects %d' %
+                           (name, len(results), len(outputs)))
+    for i, ((dt, shape), vo, data) in enumerate(zip(results,
+                                                   model.graph.output,
+                                                   outputs)):
+        if vo.type.tensor_type.elem_type == TensorProto.BFLOAT16:
+            data = convert.bf16_bits_to_f32(data.astype(np.uint16))
+        data = np.ascontiguousarray(data)
+        if data.shape != shape and data.size == int(np.prod(shape)):
+            # The 1.12 data holds some scalars (Size, SoftmaxCrossEntropyLoss)
+            # as [1]; the graph declares them scalars.
+            data = data.reshape(shape)
+        if data.shape != shape or np.dtype(convert.NP_DTYPES[dt]) != \
+                data.dtype:
+            raise RuntimeError('%s: result %d is %s%s, the test expects %s%s'
+                               % (name, i, dt, list(shape), data.dtype,
+                                  list(data.shape)))
+        fn = 'out_%d.npy' % i
+        np.save(os.path.join(out, fn), data)
+        case['outputs'].append(fn)
+    case['atol'], case['rtol'] = convert.tolerance([dt for dt, _ in results])
+    with open(os.path.join(out, 'case.json'), 'w') as f:
+        json.dump(case, f, indent=1)
+    return case
+
+
+def one(d, cases_dir, raf_import):
+    try:
+        return 'ok', import_test(d, cases_dir, raf_import)
+    except Skip as s:
+        return 'skip', str(s)
+    except RuntimeError as e:
+        return 'error', str(e)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--raf-import', required=True)
+    ap.add_argument('--data', default=convert.DATA)
+    ap.add_argument('--work', default='build/onnx')
+    ap.add_argument('--only')
+    ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--list-skipped', action='store_true',
+                    help='print the skipped tests with their reasons')
+    args = ap.parse_args(argv)
+    tests = sorted(glob.glob(os.path.join(args.data, 'test_*')))
+    if args.only:
+        tests = [t for t in tests if re.search(args.only,
+                                               os.path.basename(t))]
+    cases_dir = os.path.join(args.work, 'cases')
+    if os.path.isdir(cases_dir):
+        shutil.rmtree(cases_dir)
+    os.makedirs(cases_dir)
+    raf_import = os.path.abspath(args.raf_import)
+    skipped = collections.defaultdict(list)
+    converted, errors = [], []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futs = [(d, pool.submit(one, d, cases_dir, raf_import))
+                for d in tests]
+        for d, fut in futs:
+            kind, res = fut.result()
+            if kind == 'ok':
+                converted.append(res)
+            elif kind == 'skip':
+                skipped[res].append(os.path.basename(d))
+            else:
+                errors.append(res)
+    nskip = sum(len(v) for v in skipped.values())
+    with open(os.path.join(args.work, 'summary.json'), 'w') as f:
+        json.dump({'total': len(tests), 'converted': len(converted),
+                   'skipped': nskip, 'errors': errors,
+                   'skipped_by_reason': skipped}, f, indent=1)
+    print('raf-import: imported %d, skipped %d of %d tests' %
+          (len(converted), nskip, len(tests)))
+    if args.list_skipped:
+        for reason, names in sorted(skipped.items()):
+            print('- %s: %s' % (reason, ', '.join(n[5:] for n in names)))
+    for e in errors:
+        print('import: error: ' + e, file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
