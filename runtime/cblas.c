@@ -362,29 +362,51 @@ static raf_status cblas_matmul(const raf_kernel *k) {
 enum { CE_CHUNK = 2048 };
 
 /* The row's maximum, or NaN when it holds one (then everything is NaN, as
- * cpu-ref). Eight partial maxima: the max of floats is exact, so the order
+ * cpu-ref). Sixteen partial maxima: the max of floats is exact, so the order
  * does not matter but for the sign of a zero maximum, which no result
- * sees. */
+ * sees. GCC does not vectorize a select between floats, so with GCC's
+ * vector extensions the lanes are one vector and the select a mask; NaN is
+ * found by the sum of v - v, NaN for a NaN or an infinity and 0 otherwise,
+ * and a row where it is NaN (rare) is scanned again for a NaN proper. */
+#if defined(__GNUC__)
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+
 RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
-  float m[8];
-  bool nan = false;
-  for (int l = 0; l < 8; l++)
+  f32x16 m, nonfinite = {0};
+  for (int l = 0; l < 16; l++)
     m[l] = -INFINITY;
   int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++) {
-      float v = x[c + l];
-      m[l] = v > m[l] ? v : m[l];
-      nan |= v != v;
-    }
-  for (; c < n; c++) {
-    m[0] = x[c] > m[0] ? x[c] : m[0];
-    nan |= x[c] != x[c];
+  for (; c + 16 <= n; c += 16) {
+    f32x16 v;
+    memcpy(&v, x + c, sizeof v);
+    i32x16 more = v > m;
+    m = (f32x16)(((i32x16)v & more) | ((i32x16)m & ~more));
+    nonfinite += v - v;
   }
-  float top = m[0];
-  for (int l = 1; l < 8; l++)
+  float top = m[0], check = 0;
+  for (int l = 1; l < 16; l++)
     top = m[l] > top ? m[l] : top;
-  return nan ? NAN : top;
+  for (int l = 0; l < 16; l++)
+    check += nonfinite[l];
+  for (; c < n; c++) {
+    top = x[c] > top ? x[c] : top;
+    check += x[c] - x[c];
+  }
+#else
+static float row_max(const float *x, int64_t n) {
+  float top = -INFINITY, check = 0;
+  for (int64_t c = 0; c < n; c++) {
+    top = x[c] > top ? x[c] : top;
+    check += x[c] - x[c];
+  }
+#endif
+  if (check == check)
+    return top;
+  for (int64_t c = 0; c < n; c++)
+    if (x[c] != x[c])
+      return NAN;
+  return top;
 }
 
 /* Sums in double in a fixed order: eight partial sums, element c into
