@@ -232,6 +232,12 @@ const char *raf_stmt_attr_str(const raf_stmt *s, const char *name);
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b);
 bool raf_arg_flag(const raf_arg *a, const char *name);
+/* The argument that result i of f updates ({updates = %a}), or NULL. */
+const raf_arg *raf_result_updates(const raf_func *f, int i);
+/* Whether f is a training step: a result updates a {param} argument. (A
+ * forward model in training mode updates only {state}: batch_norm's
+ * running statistics.) */
+bool raf_func_updates_params(const raf_func *f);
 /* Whether s is one of the '|'-separated choices of an enumerated string
  * attribute ("mean|sum|none"). */
 bool raf_choices_include(const char *choices, const char *s);

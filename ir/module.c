@@ -186,6 +186,23 @@ bool raf_arg_flag(const raf_arg *a, const char *name) {
   return at && at->kind == RAF_ATTR_BOOL && at->val.u.b;
 }
 
+const raf_arg *raf_result_updates(const raf_func *f, int i) {
+  const raf_attr *u = raf_attrs_find(&f->results[i].attrs, "updates");
+  for (int a = 0; u && u->kind == RAF_ATTR_VALUE && a < f->nargs; a++)
+    if (f->args[a].value == u->val.u.value)
+      return &f->args[a];
+  return NULL;
+}
+
+bool raf_func_updates_params(const raf_func *f) {
+  for (int i = 0; i < f->nresults; i++) {
+    const raf_arg *a = raf_result_updates(f, i);
+    if (a && raf_arg_flag(a, "param"))
+      return true;
+  }
+  return false;
+}
+
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b) {
   switch (k) {

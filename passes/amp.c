@@ -458,13 +458,6 @@ static raf_stmt *pass_scale(raf_func *caller, raf_stmt *call,
   return s;
 }
 
-static bool has_updates(const raf_func *f) {
-  for (int i = 0; i < f->nresults; i++)
-    if (raf_attrs_find(&f->results[i].attrs, "updates"))
-      return true;
-  return false;
-}
-
 /* Threads %loss_scale through the callers of the scaled function g, and
  * gives the training steps among them GradScaler's logic. */
 static raf_status scale_callers(raf_ctx *ctx, raf_module *m, raf_func *g) {
@@ -479,24 +472,23 @@ static raf_status scale_callers(raf_ctx *ctx, raf_module *m, raf_func *g) {
       raf_stmt *call = scale ? pass_scale(f, s, scale) : NULL;
       if (!call)
         return RAF_ERROR;
-      if (has_updates(f) && raf_loss_scale_step(ctx, f, call) != RAF_OK)
+      if (raf_func_updates_params(f) && raf_loss_scale_step(ctx, f, call) != RAF_OK)
         return RAF_ERROR;
     }
   return RAF_OK;
 }
 
-/* A training step (params, {updates} results) must call its gradient
+/* A training step (a result updates a {param}) must call its gradient
  * function: inlined, the gradients lose the f32 boundary of @f_grad's
  * return (the update would read bf16 gradients) and f16 has no place for
- * the scaling. */
+ * the scaling. A forward that updates only state (batch_norm's running
+ * statistics) is no step. */
 static raf_status check_steps(raf_ctx *ctx, const raf_module *m) {
   for (const raf_func *f = m->first; f; f = f->next) {
-    bool params = false, calls = false;
-    for (int i = 0; i < f->nargs; i++)
-      params |= raf_arg_flag(&f->args[i], "param");
+    bool calls = false;
     for (const raf_stmt *s = f->first; s && !calls; s = s->next)
       calls = s->op == RAF_OP_CALL && raf_is_grad_func(s->callee, NULL);
-    if (!params || !has_updates(f) || calls)
+    if (!raf_func_updates_params(f) || calls)
       continue;
     raf_diag_report(ctx, f->loc, RAF_SEV_ERROR,
                     "amp: @%s is a training step that does not call its "

@@ -26,6 +26,12 @@
  *     return %l, %w.grad
  *   }
  *
+ * A forward model in training mode may also update state: batch_norm's
+ * running statistics. Such an @f returns the loss first and then each new
+ * statistic marked {updates = %s}, s a {state} argument; @f_grad returns
+ * those after the gradients, with the same marks, and nothing flows back
+ * through them.
+ *
  * How. @f's body is copied into @f_grad, with every call inlined (the
  * callee's statements copied in its place, recursively, with the names
  * the inline pass would give them), so the backward pass sees one
@@ -53,9 +59,9 @@
  *
  * Which functions. Option func=NAME (the '@' is optional) differentiates
  * that function; it is an error when it does not exist, has no {param}
- * argument, or does not return one scalar float. Without it, every
- * function that has a {param} argument and returns one scalar float is
- * differentiated (so @f_grad and @f_train_step, which return more, are
+ * argument, or does not return one scalar float (then only state
+ * updates). Without it, every function that has a {param} argument and
+ * returns one scalar float (then only state updates) is differentiated (so @f_grad and @f_train_step, which return more, are
  * not); when no function qualifies the error says why for each function
  * with a param.
  *
@@ -70,6 +76,7 @@
  * other pass output.
  */
 #include "passes/autodiff.h"
+#include "passes/amp.h"
 #include "passes/pass.h"
 #include "passes/ptrmap.h"
 
@@ -382,18 +389,13 @@ static void backward(autodiff *A, raf_stmt *last) {
 
 /* ---- Choosing functions -------------------------------------------------- */
 
-static int count_params(const raf_func *f) {
-  int n = 0;
-  for (int i = 0; i < f->nargs; i++)
-    n += raf_arg_flag(&f->args[i], "param");
-  return n;
-}
-
-/* Why f is not a loss to differentiate, or NULL when it is one. */
+/* Why f is not a loss to differentiate, or NULL when it is one: one scalar
+ * float result, or that followed by the forward's state updates (results
+ * marked {updates = %s}, s a {state} argument: batch_norm's running
+ * statistics). */
 static const char *not_a_loss(const raf_func *f, char *buf, size_t size) {
-  if (f->nresults != 1) {
-    snprintf(buf, size, "returns %d results, not one scalar float loss",
-             f->nresults);
+  if (f->nresults < 1) {
+    snprintf(buf, size, "returns nothing, not a scalar float loss");
     return buf;
   }
   const raf_type *t = f->results[0].type;
@@ -403,7 +405,15 @@ static const char *not_a_loss(const raf_func *f, char *buf, size_t size) {
     snprintf(buf, size, "returns %s, not a scalar float loss", ty);
     return buf;
   }
-  if (!count_params(f)) {
+  for (int i = 1; i < f->nresults; i++)
+    if (!raf_result_updates_state(f, i)) {
+      snprintf(buf, size,
+               "returns %d results: a scalar float loss may be followed "
+               "only by results that update a {state} argument",
+               f->nresults);
+      return buf;
+    }
+  if (!raf_func_nparams(f)) {
     snprintf(buf, size, "has no {param} argument to differentiate with "
              "respect to");
     return buf;
@@ -412,6 +422,28 @@ static const char *not_a_loss(const raf_func *f, char *buf, size_t size) {
 }
 
 /* ---- Making @f_grad ------------------------------------------------------ */
+
+/* Marks @f_grad's results from `first` on, the forward's state updates,
+ * {updates = %s} as f marks them, with s the same argument of @f_grad. */
+static void copy_update_marks(autodiff *A, const raf_func *f,
+                              raf_value *const *args, int first) {
+  if (A->g->nresults != first + f->nresults - 1)
+    return; /* raf_func_set_results ran out of memory */
+  for (int i = 1; i < f->nresults; i++) {
+    const raf_attr *u = raf_attrs_find(&f->results[i].attrs, "updates");
+    raf_value *arg = NULL;
+    for (int a = 0; u && a < f->nargs; a++)
+      if (f->args[a].value == u->val.u.value)
+        arg = args[a];
+    raf_attr mark = {.name = "updates", .kind = RAF_ATTR_VALUE,
+                     .val.u.value = arg};
+    raf_attrs *dst = &A->g->results[first + i - 1].attrs;
+    dst->v = raf_arena_memdup(&A->m->arena, &mark, sizeof mark);
+    dst->n = dst->v ? 1 : 0;
+    if (!dst->v)
+      oom(A);
+  }
+}
 
 static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
   char name[256];
@@ -438,11 +470,14 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
     oom(&A);
     return RAF_ERROR;
   }
-  int nparams = count_params(f), nres = 1 + nparams;
+  /* Results: the loss, the gradients, then the forward's state updates. */
+  int nparams = raf_func_nparams(f), nupdates = f->nresults - 1;
+  int nres = 1 + nparams + nupdates;
   raf_value **args = malloc(sizeof *args * (size_t)(f->nargs + 1));
   raf_value **ret = calloc((size_t)nres, sizeof *ret);
+  raf_value **updates = calloc((size_t)nupdates + 1, sizeof *updates);
   raf_type **types = malloc(sizeof *types * (size_t)nres);
-  if (!args || !ret || !types)
+  if (!args || !ret || !updates || !types)
     oom(&A);
   for (int i = 0; i < f->nargs && !A.failed; i++) {
     const raf_arg *a = &f->args[i];
@@ -465,6 +500,8 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
   if (!A.failed)
     mark_active(&A, f);
   raf_value *loss = ret[0];
+  for (int i = 0; i < nupdates && !A.failed; i++)
+    updates[i] = ret[1 + i];
   raf_stmt *fret = raf_func_return(f);
   raf_loc ret_loc = fret ? fret->loc : f->loc;
   raf_stmt *last = A.g->last;
@@ -493,6 +530,10 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
     ret[k] = g;
     types[k++] = p->type;
   }
+  for (int i = 0; i < nupdates && !A.failed; i++) {
+    ret[1 + nparams + i] = updates[i];
+    types[1 + nparams + i] = updates[i]->type;
+  }
   if (!A.failed && e.status == RAF_OK && loss) {
     ret[0] = loss;
     types[0] = loss->type;
@@ -503,6 +544,7 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
     } else {
       raf_stmt_insert_before(A.g, r, NULL);
       raf_func_set_results(A.g, nres, types);
+      copy_update_marks(&A, f, args, 1 + nparams);
       raf_erase_dead(A.g);
     }
   } else {
@@ -510,6 +552,7 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
   }
   free(args);
   free(ret);
+  free(updates);
   free(types);
   raf_ptrmap_free(&A.grads);
   raf_ptrmap_free(&A.active);
@@ -562,7 +605,7 @@ raf_status raf_pass_autodiff(raf_module *m, const raf_pass_args *args) {
                     "{param} argument and one scalar float result (or "
                     "choose one with func=NAME)");
     for (raf_func *f = m->first; f; f = f->next)
-      if (count_params(f) && not_a_loss(f, why, sizeof why))
+      if (raf_func_nparams(f) && not_a_loss(f, why, sizeof why))
         raf_diag_report(args->ctx, f->loc, RAF_SEV_NOTE, "@%s %s", f->name,
                         why);
     st = RAF_ERROR;

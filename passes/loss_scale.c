@@ -41,22 +41,36 @@ int raf_func_arg_index(const raf_func *f, const char *name) {
   return -1;
 }
 
-bool raf_is_grad_func(const raf_func *g, const char **why) {
-  int nparams = 0;
+int raf_func_nparams(const raf_func *g) {
+  int n = 0;
   for (int i = 0; i < g->nargs; i++)
-    nparams += raf_arg_flag(&g->args[i], "param");
+    n += raf_arg_flag(&g->args[i], "param");
+  return n;
+}
+
+bool raf_result_updates_state(const raf_func *f, int i) {
+  const raf_arg *a = raf_result_updates(f, i);
+  return a && raf_arg_flag(a, "state");
+}
+
+bool raf_is_grad_func(const raf_func *g, const char **why) {
+  int nparams = raf_func_nparams(g);
   const raf_type *loss = g->nresults ? g->results[0].type : NULL;
   const char *bad = NULL;
   if (!loss || loss->rank != 0 || !raf_dtype_is_float(loss->dtype))
     bad = "its first result is not a scalar float loss";
   else if (nparams == 0)
     bad = "it has no {param} argument";
-  else if (g->nresults != 1 + nparams)
+  else if (g->nresults < 1 + nparams)
     bad = "it does not return one gradient per {param} argument";
   for (int i = 0, r = 1; !bad && i < g->nargs; i++)
     if (raf_arg_flag(&g->args[i], "param") &&
         g->results[r++].type != g->args[i].value->type)
       bad = "a gradient's type differs from its param's";
+  for (int r = 1 + nparams; !bad && r < g->nresults; r++)
+    if (!raf_result_updates_state(g, r))
+      bad = "a result after the gradients does not update a {state} "
+            "argument";
   if (why)
     *why = bad;
   return bad == NULL;
@@ -127,14 +141,18 @@ raf_status raf_loss_scale_step(raf_ctx *ctx, raf_func *step, raf_stmt *call) {
 
   raf_emitter e;
   raf_emitter_init(&e, step, ret, call->loc);
-  for (int i = 1; i < call->nresults; i++)
-    grads[i - 1] = call->results[i];
-  raf_value *ok = all_finite(&e, grads, call->nresults - 1);
+  int ngrads = raf_func_nparams(g);
+  for (int i = 0; i < ngrads; i++)
+    grads[i] = call->results[1 + i];
+  raf_value *ok = all_finite(&e, grads, ngrads);
   for (int i = 0; i < n; i++) {
     res[i] = ret->operands[i].value;
     attrs[i] = step->results[i].attrs;
     const raf_attr *u = raf_attrs_find(&attrs[i], "updates");
-    if (u)
+    /* The forward ran whatever the gradients hold, so its running
+     * statistics are kept, as PyTorch keeps them when GradScaler skips. */
+    bool forward_state = res[i]->def == call;
+    if (u && !forward_state)
       res[i] = select3(&e, ok, res[i], u->val.u.value);
   }
   /* The scale and the count of clean steps (GradScaler's update). */

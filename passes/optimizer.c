@@ -8,7 +8,9 @@
  *       -> (loss, <updated params> {updates = %p}, <new states> {updates = %s})
  *
  * whose body calls @f_grad and then applies the update rule to every
- * param, written with ordinary ops (mul, add, sqrt, ...), so that later
+ * param (the forward's state updates that @f_grad returns after the
+ * gradients, batch_norm's running statistics, are returned as they are,
+ * after the optimizer's states, with the same {updates} marks), written with ordinary ops (mul, add, sqrt, ...), so that later
  * passes (inline, fuse) see forward, backward and update as one program.
  * The states are arguments marked {state, init = "zeros"}: `%P.momentum`
  * (momentum), `%P.m` and `%P.v` (adam, adamw) per param P, and `%step`, the
@@ -199,6 +201,15 @@ static raf_value *global_norm(gen *g, raf_value **grads, int n) {
   return raf_emit1(&g->e, RAF_OP_SQRT, total);
 }
 
+/* The index of v among f's arguments (raf_is_grad_func checked that an
+ * {updates} result of a gradient function names one). */
+static int arg_index_of(const raf_func *f, const raf_value *v) {
+  int i = 0;
+  while (i < f->nargs - 1 && f->args[i].value != v)
+    i++;
+  return i;
+}
+
 /* Builds @<base>_train_step from the gradient function gf. */
 static raf_status build_step(raf_ctx *ctx, raf_module *m, raf_func *gf,
                              const options *o) {
@@ -218,11 +229,13 @@ static raf_status build_step(raf_ctx *ctx, raf_module *m, raf_func *gf,
   if (!f)
     return RAF_ERROR;
 
-  int nargs = gf->nargs, nparams = gf->nresults - 1;
+  int nargs = gf->nargs, nparams = raf_func_nparams(gf);
+  int nforward = gf->nresults - 1 - nparams; /* the forward's state updates */
   raf_value **args = calloc((size_t)nargs, sizeof *args);
   raf_value **call_res = calloc((size_t)gf->nresults, sizeof *call_res);
-  /* results: loss, params, then states (at most 2 per param, and step) */
-  int cap = 1 + 3 * nparams + 1, nres = 0;
+  /* results: loss, params, then states (at most 2 per param, and step),
+   * then the forward's state updates */
+  int cap = 1 + 3 * nparams + 1 + nforward, nres = 0;
   raf_value **res = calloc((size_t)cap, sizeof *res);
   raf_value **upd = calloc((size_t)cap, sizeof *upd); /* what each updates */
   raf_value **params = calloc((size_t)nparams + 1, sizeof *params);
@@ -324,6 +337,13 @@ static raf_status build_step(raf_ctx *ctx, raf_module *m, raf_func *gf,
   }
   if (step)
     res[nres] = t, upd[nres++] = step;
+  /* The forward's running statistics update the same arguments here. */
+  for (int i = 0; i < nforward; i++) {
+    int r = 1 + nparams + i;
+    const raf_attr *u = raf_attrs_find(&gf->results[r].attrs, "updates");
+    res[nres] = call_res[r];
+    upd[nres++] = args[arg_index_of(gf, u->val.u.value)];
+  }
   if (g.e.status != RAF_OK)
     goto done;
 

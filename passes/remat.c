@@ -308,12 +308,9 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
   return st;
 }
 
-/* A training step: a function with an {updates} result that no call names. */
+/* A training step: a function that updates its params, and no call names. */
 static bool is_step(const raf_func *f) {
-  for (int q = 0; q < f->nresults; q++)
-    if (raf_attrs_find(&f->results[q].attrs, "updates"))
-      return !raf_mem_is_called(f);
-  return false;
+  return raf_func_updates_params(f) && !raf_mem_is_called(f);
 }
 
 raf_status raf_pass_remat(raf_module *m, const raf_pass_args *args) {

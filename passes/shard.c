@@ -42,6 +42,7 @@
  * dispatch, fuse, remat and plan-memory (passes/passes.def). Marks the
  * functions it rewrote with `world = N`.
  */
+#include "passes/amp.h"
 #include "passes/emit.h"
 #include "passes/pass.h"
 #include "passes/ptrmap.h"
@@ -727,6 +728,11 @@ static raf_status shard_step(shard *S) {
       return fail(S, S->grad->loc, "@%s is loss-scaled (amp dtype=f16), "
                   "whose skipped steps zero >= 1 cannot agree on; use "
                   "zero=0 or bf16", S->grad->name);
+  if (S->grad->nresults > 1 + raf_func_nparams(S->grad))
+    return fail(S, S->grad->loc, "@%s updates state in its forward "
+                "(batch_norm's running statistics), which each rank would "
+                "compute from its own part of the batch; shard does not "
+                "synchronise them yet", S->grad->name);
   raf_stmt *gret = raf_func_return(S->grad);
   raf_value *loss = gret->operands[0].value;
   int64_t split = loss->def ? loss->def->order : -1;
