@@ -203,17 +203,97 @@ def _nested(xs, fmt):
     return fmt(xs)
 
 
-class _Tracer(torch.fx.Tracer):
-    """torch.fx's tracer, keeping each node's Python stack, and tracing
-    into every module whose type ops.py does not map (so a module written
-    from supported calls needs no mapping of its own)."""
+# Tensor properties a traced tensor answers with Python values: .raf shapes
+# are static, so `B, T = x.shape`, `x.size(1)` and `if x.dim() == 3` are
+# decided while tracing, from the example arguments.
+_STATIC_ATTRS = ("shape", "ndim", "dtype", "size", "dim", "is_nested",
+                 "device", "is_cuda", "layout", "is_sparse")
 
-    def __init__(self):
+
+class _ShapedProxy(torch.fx.Proxy):
+    """An fx Proxy that knows its example value (node.meta["example"])
+    and answers shape questions with it."""
+
+    def __getattr__(self, k):
+        ex = self.node.meta.get("example")
+        if isinstance(ex, torch.Tensor) and k in _STATIC_ATTRS:
+            return getattr(ex, k)
+        return super().__getattr__(k)
+
+    def __iter__(self):
+        ex = self.node.meta.get("example")
+        # only tuples (split's results): a tensor that iterated would be
+        # taken for a sequence of indices by Tensor.__getitem__
+        if isinstance(ex, (tuple, list)):
+            return iter([self[i] for i in range(len(ex))])
+        return super().__iter__()
+
+
+class _Tracer(torch.fx.Tracer):
+    """torch.fx's tracer, keeping each node's Python stack and its example
+    value (each node is run on the example arguments as it is traced), and
+    tracing into every module whose type ops.py does not map, so that a
+    module written from supported calls needs no mapping of its own."""
+
+    def __init__(self, example_args):
         super().__init__()
         self.record_stack_traces = True
+        self.example_args = list(example_args)
 
     def is_leaf_module(self, m, qualname):
         return type(m) in ops.MODULES
+
+    def proxy(self, node):
+        return _ShapedProxy(node, self)
+
+    def _attr(self, target):
+        """The attribute at a dotted path of the root module, read from
+        the modules' own dictionaries: fx patches Module.__getattr__ while
+        tracing, and going through it would trace again."""
+        value = self.root
+        for part in target.split("."):
+            d = vars(value)
+            for store in ("_parameters", "_buffers", "_modules"):
+                if part in d.get(store, {}):
+                    value = d[store][part]
+                    break
+            else:
+                value = d[part] if part in d else object.__getattribute__(
+                    value, part)
+        return value
+
+    def _example_of(self, x):
+        """The example value of an argument; parameters fx turned into
+        get_attr nodes (create_arg makes those without create_proxy)
+        are looked up."""
+        if not isinstance(x, torch.fx.Node):
+            return x
+        if "example" not in x.meta and x.op == "get_attr":
+            x.meta["example"] = self._attr(x.target)
+        return x.meta.get("example")
+
+    def create_proxy(self, kind, target, args, kwargs, name=None,
+                     type_expr=None, proxy_factory_fn=None):
+        p = super().create_proxy(kind, target, args, kwargs, name, type_expr,
+                                 proxy_factory_fn)
+        node = p.node
+        a = torch.fx.node.map_aggregate(node.args, self._example_of)
+        kw = torch.fx.node.map_aggregate(node.kwargs, self._example_of)
+        with torch.no_grad():
+            if kind == "placeholder":
+                value = self.example_args.pop(0) if self.example_args else None
+            elif kind == "get_attr":
+                value = self._attr(target)
+            elif kind == "call_module":
+                value = self.root.get_submodule(target)(*a, **kw)
+            elif kind == "call_method":
+                value = getattr(a[0], target)(*a[1:], **kw)
+            elif kind == "call_function":
+                value = target(*a, **kw)
+            else:
+                value = None
+        node.meta["example"] = value
+        return p
 
 
 def _user_frame_of(exc):
@@ -227,11 +307,11 @@ def _user_frame_of(exc):
     return found
 
 
-def trace(module, loss_module=None):
-    """torch.fx GraphModule of `module` (with record_stack_traces). A
+def trace(module, example_args):
+    """torch.fx GraphModule of `module` traced on example_args. A
     TraceError (data-dependent control flow) is re-raised as an
     ExportError that says what it means for raf."""
-    tracer = _Tracer()
+    tracer = _Tracer(example_args)
     try:
         graph = tracer.trace(module)
     except torch.fx.proxy.TraceError as e:
@@ -260,9 +340,11 @@ def _location(node):
     # traceback.walk_stack lists the innermost frame first; the exporter's
     # own frames (the loss wrapper) are not the user's source
     own = os.path.dirname(os.path.abspath(__file__))
+    torch_dir = os.path.dirname(torch.__file__)
     for path, line in hits:
-        if not path.startswith(own):
-            return path, int(line)
+        if not path.startswith(own) and not path.startswith(torch_dir):
+            rel = os.path.relpath(path)
+            return (path if rel.startswith("..") else rel), int(line)
     return None
 
 
@@ -316,6 +398,8 @@ def _describe(node, module):
         return f"module {type(m).__module__}.{type(m).__name__} ({node.target})"
     if node.op == "call_method":
         return f"method Tensor.{node.target}"
+    if node.op == "get_attr":
+        return f"attribute {node.target}"
     t = node.target
     name = getattr(t, "__name__", str(t))
     mod = getattr(t, "__module__", None) or ""
@@ -399,6 +483,14 @@ def _get_attr(ctx, target, module):
     for part in target.split("."):
         obj = getattr(obj, part)
     if isinstance(obj, torch.Tensor):
+        if obj.requires_grad:
+            # fx made a constant of a tensor computed from parameters
+            # outside the trace: its gradient would be lost
+            raise Unsupported(
+                f"a tensor computed from parameters outside the trace "
+                f"({target}): read parameters as module attributes "
+                f"(self.fc.weight), not from named_parameters() or a "
+                f"dict of them, so that their uses are traced")
         return obj.detach()  # a constant: a non-persistent buffer, a plain tensor
     return obj
 
@@ -435,7 +527,7 @@ def _exported_state(module):
 
 
 def export(module, example_args, prefix, loss=None, target=None, name=None,
-           label_name="labels"):
+           label_name="labels", update_state=True):
     """Exports `module` (in its current mode: train() or eval()) as the .raf
     function @NAME in PREFIX.raf, and its parameters and buffers (under
     their state_dict names) in PREFIX.safetensors.
@@ -446,6 +538,10 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
     the function takes the data and LABEL_NAME and returns the loss. target:
     an example target (default for a loss: int64 of output.shape[:-1]).
     name: the function's name (default: PREFIX's base name).
+    update_state: in train mode, return the new running statistics of
+    batch_norm (and dropout's next key) as {updates} results after the
+    outputs; False leaves them out (the batch still normalises with its own
+    statistics), for a function whose only result is the loss.
 
     Returns the .raf text. Raises ExportError (UnsupportedError listing
     every unmapped call with its source line)."""
@@ -453,7 +549,14 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
         example_args = (example_args,)
     example_args = tuple(example_args)
     fname = _func_name(prefix, name)
-    gm = trace(module)
+    # Tracing and ShapeProp run the module: keep its buffers (batch_norm's
+    # running statistics in train mode) as they were before export.
+    saved = {k: v.clone() for k, v in module.state_dict().items()}
+    rng = torch.get_rng_state()
+    try:
+        gm = trace(module, example_args)
+    finally:
+        module.load_state_dict(saved)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_args):
         raise ExportError(
@@ -487,7 +590,7 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
                 raise ExportError("give an example target: the output is "
                                   "not one tensor")
             target = torch.zeros(out_example.shape[:-1], dtype=torch.int64)
-        loss_gm = trace(_LossWrapper(loss))
+        loss_gm = trace(_LossWrapper(loss), (out_example, target))
         ShapeProp(loss_gm).propagate(out_example, target)
         env_label = fn.argument(label_name, raf_dtype(target.dtype),
                                 target.shape)
@@ -508,7 +611,9 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
             raise ExportError(f"the module returns {r!r}, which is not a "
                               f"tensor computed from its arguments")
     results = [(v, "") for v in flat]
-    results += [(new, f"updates = %{arg.name}") for new, arg in ctx.updates]
+    if update_state:
+        results += [(new, f"updates = %{arg.name}")
+                    for new, arg in ctx.updates]
     text = (f"// {os.path.basename(prefix)}.raf: {type(module).__name__} "
             f"exported by raf_torch in "
             f"{'train' if module.training else 'eval'} mode"

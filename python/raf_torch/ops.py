@@ -240,7 +240,16 @@ def _getitem(ctx, node, meta, x, index):
         raise ex.Unsupported(f"indexing {type(x).__name__}")
     dt, sh = _need(meta)
     if isinstance(index, ex.Value):
-        return ctx.fn.op("take", [x, index], None, dt, sh, node.name)
+        index = (index,)
+    if isinstance(index, tuple) and any(isinstance(i, ex.Value) for i in index):
+        # one tensor of indices after full slices: take along that axis
+        k = [isinstance(i, ex.Value) for i in index].index(True)
+        if len(index) != k + 1 or any(i != slice(None) for i in index[:k]):
+            raise ex.Unsupported("indexing with a tensor other than "
+                                 "x[..full slices.., indices]")
+        attrs = {"axis": k} if k else None
+        return ctx.fn.op("take", [x, _value(ctx, index[k], index[k].dtype)],
+                         attrs, dt, sh, node.name)
     if not isinstance(index, tuple):
         index = (index,)
     if any(i is Ellipsis for i in index):
@@ -349,7 +358,8 @@ def _matmul(ctx, node, meta, a, b):
     dt, sh = _need(meta)
     if len(a.shape) < 2 or len(b.shape) < 2:
         raise ex.Unsupported("matmul of a vector (raf's matmul takes rank >= 2)")
-    return ctx.fn.op("matmul", [a, b], None, dt, sh, node.name)
+    return ctx.fn.op("matmul", [_value(ctx, a, dt), _value(ctx, b, dt)], None,
+                     dt, sh, node.name)
 
 
 def _linear_of(ctx, node, meta, x, w, b):
@@ -729,7 +739,7 @@ METHODS = {
     "transpose": _transpose, "permute": _permute, "t": _t,
     "contiguous": _identity, "expand": _expand, "unsqueeze": _unsqueeze,
     "squeeze": _reshape, "split": _split, "chunk": _chunk,
-    "size": _size, "dim": _dim, "masked_fill": _masked_fill,
+    "__getitem__": _getitem, "size": _size, "dim": _dim, "masked_fill": _masked_fill,
     "mean": _reduce("mean"), "sum": _reduce("sum"),
     "amax": _reduce("max"), "amin": _reduce("min"),
     "float": _cast_to("f32"), "double": _cast_to("f64"), "long": _cast_to("i64"),
