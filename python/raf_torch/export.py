@@ -229,6 +229,22 @@ class _ShapedProxy(torch.fx.Proxy):
         return super().__iter__()
 
 
+# nn.Module's own __call__ and __getattr__: fx replaces them while it
+# traces, and a leaf module run for its example value must not be traced.
+_MODULE_CALL = torch.nn.Module.__call__
+_MODULE_GETATTR = torch.nn.Module.__getattr__
+
+
+def _run_unpatched(mod, args, kwargs):
+    patched = torch.nn.Module.__call__, torch.nn.Module.__getattr__
+    torch.nn.Module.__call__, torch.nn.Module.__getattr__ = \
+        _MODULE_CALL, _MODULE_GETATTR
+    try:
+        return mod(*args, **kwargs)
+    finally:
+        torch.nn.Module.__call__, torch.nn.Module.__getattr__ = patched
+
+
 class _Tracer(torch.fx.Tracer):
     """torch.fx's tracer, keeping each node's Python stack and its example
     value (each node is run on the example arguments as it is traced), and
@@ -285,7 +301,7 @@ class _Tracer(torch.fx.Tracer):
             elif kind == "get_attr":
                 value = self._attr(target)
             elif kind == "call_module":
-                value = self.root.get_submodule(target)(*a, **kw)
+                value = _run_unpatched(self.root.get_submodule(target), a, kw)
             elif kind == "call_method":
                 value = getattr(a[0], target)(*a[1:], **kw)
             elif kind == "call_function":
