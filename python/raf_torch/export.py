@@ -312,6 +312,12 @@ class _Tracer(torch.fx.Tracer):
         return p
 
 
+def _short(path):
+    """A path relative to the working directory when it lies below it."""
+    rel = os.path.relpath(os.path.abspath(path))
+    return path if rel.startswith("..") else rel
+
+
 def _user_frame_of(exc):
     """'FILE:LINE' of the innermost frame of exc's traceback outside torch."""
     torch_dir = os.path.dirname(torch.__file__)
@@ -319,7 +325,7 @@ def _user_frame_of(exc):
     for fs in traceback.extract_tb(exc.__traceback__):
         if not fs.filename.startswith(torch_dir) and \
                 os.path.dirname(__file__) not in fs.filename:
-            found = f"{fs.filename}:{fs.lineno}"
+            found = f"{_short(fs.filename)}:{fs.lineno}"
     return found
 
 
@@ -358,9 +364,9 @@ def _location(node):
     own = os.path.dirname(os.path.abspath(__file__))
     torch_dir = os.path.dirname(torch.__file__)
     for path, line in hits:
+        path = os.path.abspath(path)
         if not path.startswith(own) and not path.startswith(torch_dir):
-            rel = os.path.relpath(path)
-            return (path if rel.startswith("..") else rel), int(line)
+            return _short(path), int(line)
     return None
 
 
@@ -373,8 +379,9 @@ class Context:
     call_module targets and attributes), the mode, and the state updates
     batch_norm and dropout record."""
 
-    def __init__(self, fn, module, training):
+    def __init__(self, fn, module, training, conv="op"):
         self.fn = fn
+        self.conv = conv
         self.module = module
         self.training = training
         self.params = {}       # qualified name -> Value
@@ -440,7 +447,12 @@ def _walk(ctx, gm, env, module):
         kwargs = _map_nested(node.kwargs, lambda n: env[n]
                              if isinstance(n, torch.fx.Node) else n)
         if _contains((args, kwargs), _Poison):
+            # a user of an unsupported call: reported only when its own
+            # target has no mapping either
             env[node] = _Poison()
+            if not _has_handler(node, module):
+                unsupported.append((_describe(node, module),
+                                    _loc_text(_location(node))))
             continue
         loc = _location(node)
         ctx.fn.loc = loc
@@ -456,6 +468,16 @@ def _walk(ctx, gm, env, module):
     if unsupported:
         raise UnsupportedError(unsupported)
     return out
+
+
+def _has_handler(node, module):
+    if node.op == "call_module":
+        return type(module.get_submodule(node.target)) in ops.MODULES
+    if node.op == "call_method":
+        return node.target in ops.METHODS
+    if node.op == "call_function":
+        return node.target in ops.FUNCTIONS
+    return True
 
 
 def _meta(node):
@@ -543,7 +565,7 @@ def _exported_state(module):
 
 
 def export(module, example_args, prefix, loss=None, target=None, name=None,
-           label_name="labels", update_state=True):
+           label_name="labels", update_state=True, conv="op"):
     """Exports `module` (in its current mode: train() or eval()) as the .raf
     function @NAME in PREFIX.raf, and its parameters and buffers (under
     their state_dict names) in PREFIX.safetensors.
@@ -558,6 +580,9 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
     batch_norm (and dropout's next key) as {updates} results after the
     outputs; False leaves them out (the batch still normalises with its own
     statistics), for a function whose only result is the loss.
+    conv: "op" writes raf's conv2d; "matmul" writes each convolution (of
+    one group) as zero padding, strided slices and one matmul (im2col),
+    which runs on BLAS where a dialect has no fast conv2d.
 
     Returns the .raf text. Raises ExportError (UnsupportedError listing
     every unmapped call with its source line)."""
@@ -593,7 +618,9 @@ def export(module, example_args, prefix, loss=None, target=None, name=None,
         torch.set_rng_state(rng)
 
     fn = Function(fname)
-    ctx = Context(fn, module, module.training)
+    if conv not in ("op", "matmul"):
+        raise ExportError(f'conv must be "op" or "matmul", not {conv!r}')
+    ctx = Context(fn, module, module.training, conv)
     env = {}
     for ph, ex in zip(placeholders, example_args):
         if not isinstance(ex, torch.Tensor):

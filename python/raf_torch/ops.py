@@ -351,6 +351,16 @@ def _softmax(op):
     return h
 
 
+def _argmax(ctx, node, meta, x, dim=None, keepdim=False):
+    dt, sh = _need(meta)
+    if dim is None:
+        raise ex.Unsupported("argmax without dim")
+    attrs = {"axis": dim}
+    if keepdim:
+        attrs["keepdims"] = True
+    return ctx.fn.op("argmax", [x], attrs, dt, sh, node.name)
+
+
 # ---- linear algebra ----------------------------------------------------
 
 
@@ -467,13 +477,63 @@ def _conv2d_of(ctx, node, meta, x, w, b, stride, padding, dilation, groups):
             attrs[k] = v
     if groups != 1:
         attrs["groups"] = groups
-    y = ctx.fn.op("conv2d", [x, w], attrs, dt, sh,
-                  node.name + ".conv" if b is not None else node.name)
+    name = node.name + ".conv" if b is not None else node.name
+    if ctx.conv == "matmul" and groups == 1:
+        y = _conv2d_as_matmul(ctx, x, w, _pair(stride), _pair(padding),
+                              _pair(dilation), dt, sh, name)
+    else:
+        y = ctx.fn.op("conv2d", [x, w], attrs, dt, sh, name)
     if b is None:
         return y
     bb = ctx.fn.op("reshape", [b], {"shape": [1, sh[1], 1, 1]}, dt,
                    (1, sh[1], 1, 1), node.name + ".bias")
     return ctx.fn.op("add", [y, bb], None, dt, sh, node.name)
+
+
+def _conv2d_as_matmul(ctx, x, w, stride, padding, dilation, dt, sh, name):
+    """conv2d as one matmul (im2col): x zero-padded by concat, each of the
+    KH*KW taps a strided slice [N, C, OH*OW], the taps stacked into
+    [N, C*KH*KW, OH*OW], times the weight as [O, C*KH*KW]. Every op is one
+    autodiff differentiates, and the matmul runs on BLAS."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = sh[2], sh[3]
+    fn = ctx.fn
+    ph, pw = padding
+    if ph:
+        z = fn.constant(0.0, dt, (n, c, ph, wd))
+        h += 2 * ph
+        x = fn.op("concat", [z, x, z], {"axis": 2}, dt, (n, c, h, wd),
+                  name + ".padh")
+    if pw:
+        z = fn.constant(0.0, dt, (n, c, h, pw))
+        wd += 2 * pw
+        x = fn.op("concat", [z, x, z], {"axis": 3}, dt, (n, c, h, wd),
+                  name + ".padw")
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            b = [0, 0, i * dilation[0], j * dilation[1]]
+            e = [n, c, b[2] + (oh - 1) * stride[0] + 1,
+                 b[3] + (ow - 1) * stride[1] + 1]
+            t = x
+            if b != [0, 0, 0, 0] or e != [n, c, h, wd] or stride != [1, 1]:
+                attrs = {"begin": b, "end": e}
+                if stride != [1, 1]:
+                    attrs["strides"] = [1, 1] + stride
+                t = fn.op("slice", [x], attrs, dt, (n, c, oh, ow),
+                          name + ".tap")
+            taps.append(fn.op("reshape", [t], {"shape": [n, c, 1, oh * ow]},
+                              dt, (n, c, 1, oh * ow), name + ".tap"))
+    cols = taps[0] if len(taps) == 1 else fn.op(
+        "concat", taps, {"axis": 2}, dt, (n, c, kh * kw, oh * ow),
+        name + ".taps")
+    cols = fn.op("reshape", [cols], {"shape": [n, c * kh * kw, oh * ow]}, dt,
+                 (n, c * kh * kw, oh * ow), name + ".cols")
+    w2 = fn.op("reshape", [w], {"shape": [o, c * kh * kw]}, dt,
+               (o, c * kh * kw), name + ".w")
+    y = fn.op("matmul", [w2, cols], None, dt, (n, o, oh * ow), name + ".mm")
+    return fn.op("reshape", [y], {"shape": list(sh)}, dt, sh, name)
 
 
 def _conv2d_m(ctx, node, mod, meta, x):
@@ -591,6 +651,8 @@ def _embedding_of(ctx, node, meta, idx, w, padding_idx, max_norm):
     if padding_idx is not None:
         raise ex.Unsupported("padding_idx (its row gets no gradient in torch; "
                              "raf's take_grad has no such rule)")
+    if not isinstance(idx, ex.Value):  # a constant: torch.arange(T)
+        idx = _value(ctx, idx, "i64")
     return ctx.fn.op("take", [w, idx], None, dt, sh, node.name)
 
 
@@ -726,6 +788,7 @@ FUNCTIONS = {
     torch.where: _where, torch.masked_fill: _masked_fill,
     torch.mean: _reduce("mean"), torch.sum: _reduce("sum"),
     torch.amax: _reduce("max"), torch.amin: _reduce("min"),
+    torch.argmax: _argmax,
 }
 
 METHODS = {
@@ -741,7 +804,7 @@ METHODS = {
     "squeeze": _reshape, "split": _split, "chunk": _chunk,
     "__getitem__": _getitem, "size": _size, "dim": _dim, "masked_fill": _masked_fill,
     "mean": _reduce("mean"), "sum": _reduce("sum"),
-    "amax": _reduce("max"), "amin": _reduce("min"),
+    "amax": _reduce("max"), "amin": _reduce("min"), "argmax": _argmax,
     "float": _cast_to("f32"), "double": _cast_to("f64"), "long": _cast_to("i64"),
     "bool": _cast_to("bool"), "to": _to, "type_as": _to,
 }
