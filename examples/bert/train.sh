@@ -17,8 +17,9 @@
 #                base (BERT-base: 12 layers, 768 wide; batches of 8 x 128)
 #     STEPS      training steps (default: 1000 small, 5 base)
 #   environment: LR (default 2e-3 small, 1e-4 base), BATCH, THREADS (raf-run
-#   --threads; default one per CPU), PIPELINE (raf-opt's passes, replacing
-#   the default below).
+#   --threads; default one per CPU), DROPOUT (BERT's dropout probability,
+#   default 0; raf's dropout masks, drawn from a key the step carries as
+#   state), PIPELINE (raf-opt's passes, replacing the default below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -41,7 +42,7 @@ if [ ! -f "$data/labels.npy" ]; then
 fi
 
 echo "== export: bert.py's '$config' config, train mode, with raf_torch"
-$py - "$config" "$data" "$batch" "$work/bert" <<'PY'
+$py - "$config" "$data" "$batch" "$work/bert" "${DROPOUT:-0}" <<'PY'
 import os, sys
 import numpy as np
 import torch
@@ -51,7 +52,7 @@ import raf_torch
 import bert
 config, data, batch, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 torch.manual_seed(0)  # the initial weights
-model = bert.Bert(**bert.CONFIGS[config]).train()
+model = bert.Bert(**bert.CONFIGS[config], dropout=float(sys.argv[5])).train()
 example = tuple(torch.from_numpy(np.load(f"{data}/{n}.npy")[:batch])
                 for n in ("input_ids", "labels"))
 raf_torch.export(model, example, prefix)
