@@ -30,8 +30,8 @@ whose gradient sums both paths.
 
 Dropout (`dropout`, default 0: the example and the parity check run
 without it) is applied where BERT applies it: after the embedding
-LayerNorm's input sum, to the attention probabilities and after each
-sub-layer's output projection. It is a Python-level choice made at
+LayerNorm, to the attention probabilities and after each sub-layer's
+output projection. It is a Python-level choice made at
 construction, so torch.fx traces no dropout when it is 0.
 
 Weights are initialised as BERT's: normal(0, 0.02) for matrices and
