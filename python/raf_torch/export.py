@@ -295,6 +295,9 @@ class _Tracer(torch.fx.Tracer):
         node = p.node
         a = torch.fx.node.map_aggregate(node.args, self._example_of)
         kw = torch.fx.node.map_aggregate(node.kwargs, self._example_of)
+        node.meta["example"] = None
+        if kind != "placeholder" and _contains((a, kw), torch.fx.Proxy):
+            return p  # no example value; ShapeProp gives the shape later
         with torch.no_grad():
             if kind == "placeholder":
                 value = self.example_args.pop(0) if self.example_args else None
@@ -319,14 +322,20 @@ def _short(path):
 
 
 def _user_frame_of(exc):
-    """'FILE:LINE' of the innermost frame of exc's traceback outside torch."""
+    """'FILE:LINE' of the innermost frame of exc's traceback in the user's
+    code (outside torch), else in torch's modules (outside torch.fx)."""
     torch_dir = os.path.dirname(torch.__file__)
-    found = None
+    fx_dir = os.path.dirname(torch.fx.__file__)
+    own = os.path.dirname(os.path.abspath(__file__))
+    user = inner = None
     for fs in traceback.extract_tb(exc.__traceback__):
-        if not fs.filename.startswith(torch_dir) and \
-                os.path.dirname(__file__) not in fs.filename:
-            found = f"{_short(fs.filename)}:{fs.lineno}"
-    return found
+        path = os.path.abspath(fs.filename)
+        if path.startswith(own) or path.startswith(fx_dir):
+            continue
+        inner = f"{_short(path)}:{fs.lineno}"
+        if not path.startswith(torch_dir):
+            user = inner
+    return user or inner
 
 
 def trace(module, example_args):
