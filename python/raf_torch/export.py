@@ -9,7 +9,6 @@ functions, which is the level .raf's operators live at; and .raf shapes are
 static, so every shape question (x.size(1), x.view(B, -1)) is answered here
 from the example arguments and folded into constants.
 """
-import inspect
 import os
 import re
 import traceback
@@ -696,10 +695,3 @@ def load_checkpoint(module, path):
     module.load_state_dict(found)
     return list(found)
 
-
-def signature_of(fn):
-    """For docs and errors: 'name(a, b)' of a Python callable."""
-    try:
-        return f"{fn.__name__}{inspect.signature(fn)}"
-    except (TypeError, ValueError):
-        return repr(fn)

@@ -14,7 +14,9 @@ raf-run @resnet_train_step for 20 steps; PyTorch: the module in f64 (raf's
 cpu-ref convolutions compute in double), torch.optim.AdamW. The losses must
 agree to 1e-4 (relative) at every step, and after the steps every running
 mean and variance and num_batches_tracked to 1e-4 of its largest value, and
-every param to 1e-4 of the model's largest param. Exits 1 on a mismatch.
+every param to 1e-4 of the model's largest param (raf's, read back from
+its checkpoint into a fresh module by raf_torch.load_checkpoint). Exits 1
+on a mismatch.
 
 The learning rate is 3e-6, not a usual 1e-3: ResNet-18 under AdamW at
 B=8 is chaotic at 1e-3 (PyTorch in f32 and in f64 part by 0.3% at step 3
@@ -113,7 +115,11 @@ def main():
              "--save=" + P("after.safetensors"), "--print=none"], "raf-run")
         with open(P("log.jsonl")) as f:
             got = [json.loads(line)["loss"] for line in f if line.strip()]
-        after = raf_torch.safetensors.read(P("after.safetensors"))
+        # the checkpoint (params, statistics, AdamW's moments) back into a
+        # PyTorch module by state_dict names
+        trained = model.resnet18(seed=1)
+        raf_torch.load_checkpoint(trained, P("after.safetensors"))
+        after = trained.state_dict()
 
     ref, m64 = torch_train(m, data, a.steps)
     ok = len(got) == a.steps

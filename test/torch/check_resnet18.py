@@ -21,7 +21,6 @@ import os
 import re
 
 import torchcheck as tc
-import numpy as np
 import torch
 import torchvision
 
