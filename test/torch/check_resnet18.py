@@ -12,9 +12,9 @@ that each counts. Checked, each to 1e-4 of the reference's largest value:
     param's gradient (raf-opt --autodiff, @resnet_grad);
   train mode with CrossEntropyLoss: the loss, then every new running mean
     and variance and num_batches_tracked (the {updates} results), against
-    the module's buffers after one torch forward pass; and the gradients of
-    the loss with the batch's statistics (exported with update_state=False,
-    whose only result is the loss).
+    the module's buffers after one torch forward pass; and @resnet_grad of
+    that function (raf-opt --autodiff): the loss, every gradient, then the
+    same state updates. update_state=False leaves the updates out.
 """
 import copy
 import os
@@ -47,20 +47,26 @@ def torch_grads(m, x, y):
     m64 = copy.deepcopy(m).double()
     loss = torch.nn.functional.cross_entropy(m64(x.double()), y)
     loss.backward()
-    return loss.item(), {n: p.grad.numpy() for n, p in m64.named_parameters()}
+    return (loss.item(), {n: p.grad.numpy() for n, p in m64.named_parameters()},
+            m64.state_dict())
 
 
-def check_grads(b, work, prefix, func, inputs, m, x, y, what):
+def check_grads(b, work, prefix, func, inputs, m, x, y, what, updated=()):
+    """@FUNC_grad against torch.autograd: the loss, every gradient, then
+    (train mode) the state updates @FUNC_grad passes on, against the
+    module's buffers after torch's forward pass."""
     tc.autodiff(b, prefix + ".raf", prefix + ".grad.raf")
     names = [n for n, _ in m.named_parameters()]
     got = tc.run(b, prefix + ".grad.raf", func + "_grad",
-                 prefix + ".safetensors", inputs, 1 + len(names), work,
-                 func + ".grad")
-    ref_loss, ref = torch_grads(m, x, y)
+                 prefix + ".safetensors", inputs,
+                 1 + len(names) + len(updated), work, func + ".grad")
+    ref_loss, ref, state = torch_grads(m, x, y)
     print(f"{what}: loss and gradients against torch.autograd (f64):")
     ok = tc.close("loss", got[0], ref_loss)
     for n, g in zip(names, got[1:]):
         ok &= tc.close(n, g, ref[n])
+    for n, g in zip(updated, got[1 + len(names):]):
+        ok &= tc.close(n, g, state[n].numpy())
     return ok
 
 
@@ -104,10 +110,17 @@ def main():
     ok &= len(updated) == 3 * 20
     for name, g in zip(updated, got[1:]):
         ok &= tc.close(name, g, state[name].numpy())
-    p = os.path.join(work, "train_grad")
-    raf_torch.export(m, (x,), p, name="resnet",
-                     loss=torch.nn.CrossEntropyLoss(), update_state=False)
-    ok &= check_grads(b, work, p, "resnet", inputs, m, x, y, "train mode")
+    ok &= check_grads(b, work, p, "resnet", inputs, m, x, y,
+                      "train mode (then the state updates)", updated)
+    # update_state=False: the batch's statistics, no state results
+    text = raf_torch.export(m, (x,), os.path.join(work, "frozen"),
+                            name="resnet", loss=torch.nn.CrossEntropyLoss(),
+                            update_state=False)
+    frozen_ok = "updates" not in text and "batch_norm(" in text and \
+        "training = false" not in text
+    print(f"update_state=False: {'no' if frozen_ok else 'UNEXPECTED'} "
+          f"state results, batch statistics")
+    ok &= frozen_ok
     tc.finish("torch/resnet18", ok)
 
 
