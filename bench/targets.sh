@@ -30,7 +30,7 @@ variants() { # VALUE: VARIANTS for the next script, unset when empty
 }
 variants "${TRAIN_VARIANTS:-}"
 ROUNDS=${TRAIN_ROUNDS:-${ROUNDS:-2}} bash bench/train_step.sh "$build" \
-  "${SIZES:-4x64 8x256}" ${STEPS:+"$STEPS"} | tee -a "$out"
+  "${SIZES:-4x64 8x256 4x128x384 4x128x512}" ${STEPS:+"$STEPS"} | tee -a "$out"
 echo
 variants "${ADAMW_VARIANTS:-}"
 ROUNDS=${ADAMW_ROUNDS:-${ROUNDS:-3}} bash bench/adamw.sh "$build" | tee -a "$out"
