@@ -42,6 +42,9 @@ RAF_VEC_FN static inline float raf_vexpf(float x) {
   const float hi = 88.72283f, lo = -87.33654f;
   float xc = x > hi ? hi : x;
   xc = xc < lo ? lo : xc;
+  /* A NaN computes as 0 (its result is x itself, below), so that the
+   * conversion to an exponent stays defined. */
+  xc = x != x ? 0.0f : xc;
   /* n = round(x / ln2) by the 1.5 * 2^23 shifter (round to nearest). */
   float t = xc * 1.44269504088896341f + 12582912.0f;
   float n = t - 12582912.0f;
