@@ -4,7 +4,7 @@ against PyTorch's on the same model, weights and batches.
 A check (check_mlp.py, check_gpt2.py) builds its model in torch, and calls
 `run_check` with the .raf module, the initial weights, the batches and a
 torch function for the loss. `run_check` then
-  1. writes the weights as safetensors (by hand: struct + json) and the
+  1. writes the weights as safetensors (raf_torch.safetensors) and the
      batches as .npy, into a scratch directory;
   2. runs STEPS steps of torch.optim.AdamW in f32, recording the losses,
      and the first step's gradients in f64;
@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,34 +40,18 @@ except ImportError as e:  # CI installs python3-torch (scripts/install-deps.sh)
              f"the import failed ({e}); install python3-numpy and "
              f"python3-torch and run them with /usr/bin/python3")
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python"))
+from raf_torch import safetensors as raf_safetensors  # noqa: E402
+
 STEPS = 20
 LOSS_RTOL = 1e-4
 GRAD_RTOL = 1e-4
 
-_ST_DTYPES = {np.dtype("<f4"): "F32", np.dtype("<f8"): "F64",
-              np.dtype("<i8"): "I64", np.dtype("<i4"): "I32"}
-
-
 def write_safetensors(path, tensors):
-    """tensors: [(name, np.ndarray)] in order. The safetensors layout: the
-    header length (8 bytes, little-endian), the JSON header padded with
-    spaces to 8 bytes, then the data, each tensor C order at its offsets."""
-    header, chunks, at = {}, [], 0
-    for name, a in tensors:
-        a = np.ascontiguousarray(a)
-        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": _ST_DTYPES[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [at, at + len(raw)]}
-        chunks.append(raw)
-        at += len(raw)
-    header["__metadata__"] = {"producer": "raf test/ref"}
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for c in chunks:
-            f.write(c)
+    """tensors: [(name, np.ndarray)] in order, written by the PyTorch
+    exporter's writer (python/raf_torch/safetensors.py)."""
+    raf_safetensors.write(path, tensors, producer="raf test/ref")
 
 
 def parse_args(doc, steps=STEPS, forward_only=True):
