@@ -19,7 +19,8 @@
 #       fused    raf-opt -p 'autodiff,optimizer{kind=adamw lr=1e-4 beta1=0.9
 #                beta2=0.999 eps=1e-6 weight_decay=0.01},inline,fuse'
 #       planned  fused, then plan-memory
-#       torch    bench/bert_torch.py: torch.optim.AdamW, eager
+#       torch    bench/bert_torch.py: torch.optim.AdamW, eager, with
+#                OMP_WAIT_POLICY=PASSIVE unless the environment sets it
 #
 # Printed per size and variant, medians over all rounds' steps after the
 # warm-up (as bench/train_step.sh measures them): step_ms, the whole period
@@ -50,7 +51,8 @@ cc -O2 -shared -fPIC bench/steptime.c -o "$tmp/steptime.so"
 run_variant() { # DIR B STEPS VARIANT ROUND
   local d=$1 B=$2 n=$3 v=$4 r=$5 out=$1/$4.$5
   if [ "$v" = torch ]; then
-    /usr/bin/time -f '%M' -o "$out.rss" $py bench/bert_torch.py --config base \
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} \
+      /usr/bin/time -f '%M' -o "$out.rss" $py bench/bert_torch.py --config base \
       --batch "$B" --steps "$n" --threads "$threads" --lr 1e-4 "$d/data" \
       > "$out.json"
     return

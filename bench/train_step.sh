@@ -24,7 +24,10 @@
 #       planned  fused, then plan-memory (one arena per call, updates
 #                donated in place); default dialects
 #       amp      planned with the amp pass (bf16) after autodiff
-#       torch    bench/gpt2_torch.py: torch.optim.AdamW(lr=3e-4), eager
+#       torch    bench/gpt2_torch.py: torch.optim.AdamW(lr=3e-4), eager,
+#                with OMP_WAIT_POLICY=PASSIVE unless the environment sets
+#                it (PyTorch's faster setting on 2 cores: its OpenMP
+#                workers otherwise spin between its many parallel regions)
 #       torch-amp  torch under torch.autocast("cpu", dtype=torch.bfloat16)
 #     (The former DIALECTS variable is gone: VARIANTS replaces it.)
 #
@@ -112,7 +115,8 @@ run_variant() { # DIR B T STEPS VARIANT ROUND
   if [ "$v" = torch ] || [ "$v" = torch-amp ]; then
     local autocast=()
     [ "$v" = torch-amp ] && autocast=(--autocast)
-    /usr/bin/time -f '%M' -o "$out.rss" $py bench/gpt2_torch.py "${autocast[@]}" --layers $L \
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} \
+      /usr/bin/time -f '%M' -o "$out.rss" $py bench/gpt2_torch.py "${autocast[@]}" --layers $L \
       --heads $H --embd $C --vocab $V --ctx $CTX --seq "$T" --batch "$B" \
       --steps "$n" --threads "$threads" "$d" > "$out.json"
     return
