@@ -55,6 +55,7 @@
 #include "runtime/cpuref/cpuref.h"
 #include "runtime/dialects.h"
 #include "runtime/exec.h"
+#include "runtime/rowmath.h"
 #include "runtime/vmath.h"
 
 #include <cblas.h>
@@ -361,74 +362,8 @@ static raf_status cblas_matmul(const raf_kernel *k) {
 /* Classes per chunk of a row's exponentials (on the stack). */
 enum { CE_CHUNK = 2048 };
 
-/* The row's maximum, or NaN when it holds one (then everything is NaN, as
- * cpu-ref). Sixteen partial maxima: the max of floats is exact, so the order
- * does not matter but for the sign of a zero maximum, which no result
- * sees. GCC does not vectorize a select between floats, so with GCC's
- * vector extensions the lanes are one vector and the select a mask; NaN is
- * found by the sum of v - v, NaN for a NaN or an infinity and 0 otherwise,
- * and a row where it is NaN (rare) is scanned again for a NaN proper. */
-#if defined(__GNUC__)
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-
-RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
-  f32x16 m, nonfinite = {0};
-  for (int l = 0; l < 16; l++)
-    m[l] = -INFINITY;
-  int64_t c = 0;
-  for (; c + 16 <= n; c += 16) {
-    f32x16 v;
-    memcpy(&v, x + c, sizeof v);
-    i32x16 more = v > m;
-    m = (f32x16)(((i32x16)v & more) | ((i32x16)m & ~more));
-    nonfinite += v - v;
-  }
-  float top = m[0], check = 0;
-  for (int l = 1; l < 16; l++)
-    top = m[l] > top ? m[l] : top;
-  for (int l = 0; l < 16; l++)
-    check += nonfinite[l];
-  for (; c < n; c++) {
-    top = x[c] > top ? x[c] : top;
-    check += x[c] - x[c];
-  }
-#else
-static float row_max(const float *x, int64_t n) {
-  float top = -INFINITY, check = 0;
-  for (int64_t c = 0; c < n; c++) {
-    top = x[c] > top ? x[c] : top;
-    check += x[c] - x[c];
-  }
-#endif
-  if (check == check)
-    return top;
-  for (int64_t c = 0; c < n; c++)
-    if (x[c] != x[c])
-      return NAN;
-  return top;
-}
-
-/* Sums in double in a fixed order: eight partial sums, element c into
- * acc[c mod 8] (add_lanes may be called on consecutive pieces whose starts
- * are multiples of 8), added up as lanes_total does; the same bits every
- * time. */
-RAF_VEC_FN static inline void add_lanes(double acc[8], const float *x,
-                                        int64_t n) {
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++)
-      acc[l] += (double)x[c + l];
-  for (; c < n; c++)
-    acc[c & 7] += (double)x[c];
-}
-
-static inline double lanes_total(const double acc[8]) {
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* e[c] = exp(x[c] - top) for c < n, and their sum in double (add_lanes). */
+/* e[c] = exp(x[c] - top) for c < n, and their sum in double (as
+ * raf_lanes_add sums, rowmath.h). */
 RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
                                  float top) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -438,45 +373,9 @@ RAF_VEC_LOOP static double exp_sum(const float *x, float *e, int64_t n,
     const float *in = x + e0;
     for (int64_t c = 0; c < w; c++)
       out[c] = raf_vexpf(in[c] - top);
-    add_lanes(acc, out, w);
+    raf_lanes_add(acc, out, w);
   }
-  return lanes_total(acc);
-}
-
-/* e[c] = exp(x[c] - top) in place, and their sum as exp_sum's. */
-RAF_VEC_LOOP static double exp_sum_inplace(float *x, int64_t n, float top) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t c = 0; c < n; c++)
-    x[c] = raf_vexpf(x[c] - top);
-  add_lanes(acc, x, n);
-  return lanes_total(acc);
-}
-
-/* The sum of a[c] * b[c] in double, in add_lanes' order. */
-RAF_VEC_LOOP static double dot_double(const float *a, const float *b,
-                                      int64_t n) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++)
-      acc[l] += (double)a[c + l] * (double)b[c + l];
-  for (; c < n; c++)
-    acc[c & 7] += (double)a[c] * (double)b[c];
-  return lanes_total(acc);
-}
-
-/* dS = P * (dP - dot) * scale over a row, in place of dP. */
-RAF_VEC_LOOP static void softmax_backward_row(float *d, const float *p,
-                                              int64_t n, float dot,
-                                              float scale) {
-  for (int64_t c = 0; c < n; c++)
-    d[c] = p[c] * (d[c] - dot) * scale;
-}
-
-/* x *= by over a row. */
-RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
-  for (int64_t e = 0; e < n; e++)
-    x[e] *= by;
+  return raf_lanes_total(acc);
 }
 
 /* ---- scaled_dot_product_attention and its gradient ----------------------- */
@@ -524,8 +423,8 @@ static void probabilities(const att_job *j, const float *q, const float *k,
     float *row = s + r * kmax;
     int64_t nk = keys_of(j, i0 + r);
     if (nk > 0) {
-      double total = exp_sum_inplace(row, nk, row_max(row, nk));
-      scale_row(row, nk, (float)(1 / total));
+      double total = raf_row_exp_sum_inplace(row, nk, raf_row_max(row, nk));
+      raf_row_scale(row, nk, (float)(1 / total));
     }
     for (int64_t e = nk; e < kmax; e++)
       row[e] = 0;
@@ -634,7 +533,7 @@ static void att_backward_items(void *data, int64_t begin, int64_t end) {
         const float *pr = p + r * kmax;
         float *dr = ds + r * kmax;
         int64_t nk = keys_of(j, i0 + r);
-        softmax_backward_row(dr, pr, nk, (float)dot_double(dr, pr, nk),
+        raf_row_softmax_backward(dr, pr, nk, (float)raf_row_dot(dr, pr, nk),
                              j->scale);
         for (int64_t e = nk; e < kmax; e++)
           dr[e] = 0;
@@ -740,7 +639,7 @@ static void ce_rows(void *data, int64_t begin, int64_t end) {
       continue;
     }
     const float *x = j->x + r * C;
-    float top = row_max(x, C);
+    float top = raf_row_max(x, C);
     double total = 0;
     for (int64_t c0 = 0; c0 < C; c0 += CE_CHUNK)
       total += exp_sum(x + c0, e, min64(CE_CHUNK, C - c0), top);
@@ -761,10 +660,10 @@ static void ce_grad_rows(void *data, int64_t begin, int64_t end) {
     }
     const float *x = j->x + r * C;
     double g = j->dy ? (double)j->dy[r] : j->scale;
-    float top = row_max(x, C);
+    float top = raf_row_max(x, C);
     double total = exp_sum(x, dx, C, top);
     double p = (double)dx[label] / total;
-    scale_row(dx, C, (float)(g / total));
+    raf_row_scale(dx, C, (float)(g / total));
     dx[label] = (float)((p - 1) * g);
   }
 }

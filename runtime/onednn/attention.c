@@ -19,7 +19,7 @@
 
 #include "runtime/onednn/internal.h"
 
-#include "runtime/vmath.h"
+#include "runtime/rowmath.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -163,77 +163,6 @@ const void *onednn_bind_attention(onednn_state *st, const raf_stmt *s) {
   return p;
 }
 
-/* The row's maximum, or NaN when it holds one (the softmax is then NaN,
- * as cpu-ref's). */
-RAF_VEC_LOOP static float row_max(const float *x, int64_t n) {
-  float m[8];
-  bool nan = false;
-  for (int l = 0; l < 8; l++)
-    m[l] = -INFINITY;
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++) {
-      float v = x[c + l];
-      m[l] = v > m[l] ? v : m[l];
-      nan |= v != v;
-    }
-  for (; c < n; c++) {
-    m[0] = x[c] > m[0] ? x[c] : m[0];
-    nan |= x[c] != x[c];
-  }
-  float top = m[0];
-  for (int l = 1; l < 8; l++)
-    top = m[l] > top ? m[l] : top;
-  return nan ? NAN : top;
-}
-
-/* Eight partial sums in double in a fixed order, added pairwise. */
-static inline double lanes_total(const double acc[8]) {
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
-         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-/* x[c] = exp(x[c] - top) in place, and their sum in double. */
-RAF_VEC_LOOP static double exp_sum_inplace(float *x, int64_t n, float top) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t c = 0; c < n; c++)
-    x[c] = raf_vexpf(x[c] - top);
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++)
-      acc[l] += (double)x[c + l];
-  for (; c < n; c++)
-    acc[c & 7] += (double)x[c];
-  return lanes_total(acc);
-}
-
-/* The sum of a[c] * b[c] in double. */
-RAF_VEC_LOOP static double dot_double(const float *a, const float *b,
-                                      int64_t n) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8)
-    for (int l = 0; l < 8; l++)
-      acc[l] += (double)a[c + l] * (double)b[c + l];
-  for (; c < n; c++)
-    acc[c & 7] += (double)a[c] * (double)b[c];
-  return lanes_total(acc);
-}
-
-/* x *= by over a row. */
-RAF_VEC_LOOP static void scale_row(float *x, int64_t n, float by) {
-  for (int64_t e = 0; e < n; e++)
-    x[e] *= by;
-}
-
-/* dS = P * (dP - dot) * scale over a row, in place of dP. */
-RAF_VEC_LOOP static void softmax_backward_row(float *d, const float *p,
-                                              int64_t n, float dot,
-                                              float scale) {
-  for (int64_t c = 0; c < n; c++)
-    d[c] = p[c] * (d[c] - dot) * scale;
-}
-
 typedef struct att_job {
   const att_plan *p;
   dnnl_engine_t engine;
@@ -288,10 +217,10 @@ static void block_probabilities(const att_plan *p, const att_block *b,
   for (int64_t r = 0; r < b->rows; r++) {
     float *row = buf->s + r * b->kmax;
     int64_t nk = keys_of(p, b->i0 + r);
-    scale_row(row, nk, p->scale);
+    raf_row_scale(row, nk, p->scale);
     if (nk > 0) {
-      double total = exp_sum_inplace(row, nk, row_max(row, nk));
-      scale_row(row, nk, (float)(1 / total));
+      double total = raf_row_exp_sum_inplace(row, nk, raf_row_max(row, nk));
+      raf_row_scale(row, nk, (float)(1 / total));
     }
     for (int64_t e = nk; e < b->kmax; e++)
       row[e] = 0;
@@ -360,7 +289,8 @@ static dnnl_status_t att_backward_item(att_job *j, const att_buffers *buf,
       const float *pr = buf->s + r * b->kmax;
       float *dr = buf->dp + r * b->kmax;
       int64_t nk = keys_of(p, b->i0 + r);
-      softmax_backward_row(dr, pr, nk, (float)dot_double(dr, pr, nk), p->scale);
+      raf_row_softmax_backward(dr, pr, nk, (float)raf_row_dot(dr, pr, nk),
+                               p->scale);
       for (int64_t e = nk; e < b->kmax; e++)
         dr[e] = 0;
     }
