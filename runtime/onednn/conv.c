@@ -407,10 +407,34 @@ static void sum_partials(void *data, int64_t begin, int64_t end) {
   }
 }
 
+/* A split weight reorder's parts, for raf_kernel_parallel. */
+typedef struct part_job {
+  const conv_job *j;
+  const onednn_prim *pr;
+  void *to;
+  atomic_int status;
+} part_job;
+
+static void part_tasks(void *data, int64_t begin, int64_t end) {
+  part_job *pj = data;
+  int threads = onednn_openmp_single();
+  for (int64_t t = begin; t < end; t++) {
+    dnnl_status_t rc =
+        onednn_reorder_part(pj->j->engine, pj->pr, t, pj->j->b, pj->to);
+    if (rc != dnnl_success) {
+      onednn_failed(&pj->status, rc);
+      break;
+    }
+  }
+  onednn_openmp_restore(threads);
+}
+
 /* w (x for the weight gradient) reordered into the layout of primitive pr
- * (a malloc'd buffer in *base), or NULL when pr runs on the plain one. */
-static dnnl_status_t reorder_weights(const conv_job *j, const onednn_prim *pr,
-                                     void **base, const void **w) {
+ * (a malloc'd buffer in *base), or NULL when pr runs on the plain one; in
+ * parts on the executor's threads where pr's layouts split. */
+static dnnl_status_t reorder_weights(const raf_kernel *k, const conv_job *j,
+                                     const onednn_prim *pr, void **base,
+                                     const void **w) {
   *base = NULL;
   *w = NULL;
   if (!pr || !pr->reorder[1])
@@ -419,10 +443,16 @@ static dnnl_status_t reorder_weights(const conv_job *j, const onednn_prim *pr,
   *base = onednn_alloc_aligned(dnnl_memory_desc_get_size(&pr->md[1]), &at);
   if (!*base)
     return dnnl_out_of_memory;
+  *w = at;
+  if (pr->part_reorder) {
+    part_job pj = {.j = j, .pr = pr, .to = at};
+    atomic_init(&pj.status, dnnl_success);
+    raf_kernel_parallel(k, pr->parts, 1, part_tasks, &pj);
+    return (dnnl_status_t)atomic_load(&pj.status);
+  }
   int threads = onednn_openmp_single();
   dnnl_status_t rc = onednn_reorder_arg(j->engine, pr, 1, j->b, at);
   onednn_openmp_restore(threads);
-  *w = at;
   return rc;
 }
 
@@ -477,12 +507,12 @@ raf_status onednn_conv(const raf_kernel *k) {
   if (p->kind != CONV_GRAD_WEIGHT || p->split_channels) {
     /* Operand 1 (w; x of the weight gradient by channels) once per call,
      * not per task. */
-    rc = reorder_weights(&j, p->full, &w_full, &j.w_full);
+    rc = reorder_weights(k, &j, p->full, &w_full, &j.w_full);
     if (rc == dnnl_success && p->last &&
         dnnl_memory_desc_equal(&p->full->md[1], &p->last->md[1]))
       j.w_last = j.w_full;
     else if (rc == dnnl_success)
-      rc = reorder_weights(&j, p->last, &w_last, &j.w_last);
+      rc = reorder_weights(k, &j, p->last, &w_last, &j.w_last);
   }
   /* The weight gradient's f32 sums: the chunks' partials (in oneDNN's
    * layout where both primitives share it), or, split by channels, the

@@ -79,6 +79,14 @@ typedef struct onednn_prim {
   dnnl_memory_desc_t user[ONEDNN_MAX_ARGS];
   dnnl_primitive_t reorder[ONEDNN_MAX_ARGS]; /* NULL: md is user */
   size_t offset[ONEDNN_MAX_ARGS]; /* of a reordered argument's buffer */
+  /* The reorder of input 1 (a convolution's weights) split into parts
+   * along its outermost dimension, for threads to share: part t reorders
+   * the elements at t * part_step[0] of the user layout into t *
+   * part_step[1] of md (in elements); NULL when the layouts do not split
+   * so. */
+  dnnl_primitive_t part_reorder;
+  int64_t parts, part_step[2];
+  dnnl_memory_desc_t part_md[2]; /* user's part, md's part */
   dnnl_memory_desc_t scratch;
   size_t work_bytes; /* the scratchpad, then the reordered arguments */
 } onednn_prim;
@@ -137,6 +145,9 @@ dnnl_status_t onednn_run_prim(dnnl_engine_t engine, const onednn_prim *pr,
  * or back (a result). */
 dnnl_status_t onednn_reorder_arg(dnnl_engine_t engine, const onednn_prim *pr,
                                  int i, const void *from, void *to);
+/* Part `part` of pr's split reorder of input 1 (pr->part_reorder). */
+dnnl_status_t onednn_reorder_part(dnnl_engine_t engine, const onednn_prim *pr,
+                                  int64_t part, const void *from, void *to);
 
 /* malloc'd memory of at least bytes, and the 64-byte aligned address in
  * it (*aligned); NULL when out of memory. */
