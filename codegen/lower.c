@@ -69,6 +69,8 @@ static LLVMValueRef i64c(cg_emitter *e, int64_t v) {
   return LLVMConstInt(e->i64, (unsigned long long)v, true);
 }
 
+LLVMValueRef cg_i64(cg_emitter *e, int64_t v) { return i64c(e, v); }
+
 /* for (iv = from; iv < to; iv += step): leaves the builder in the body. */
 static LLVMValueRef loop_open(cg_emitter *e, loop *L, LLVMValueRef from,
                               LLVMValueRef to, LLVMValueRef step) {
@@ -106,6 +108,26 @@ static void nest_open(cg_emitter *e, nest *N) {
   const cg_plan *p = e->p;
   N->memo_mark = e->nmemo;
   N->n = 0;
+  if (e->lanes > 1) {
+    /* NVPTX: the row's elements in C order, this lane taking lane, lane +
+     * lanes, ... (adjacent lanes, adjacent elements); none for a slot
+     * without a row. */
+    LLVMValueRef end = i64c(e, p->cols);
+    if (e->active)
+      end = LLVMBuildSelect(e->B, e->active, end, i64c(e, 0), "");
+    LLVMValueRef j = loop_open(e, &N->loops[N->n++], e->lane, end,
+                               i64c(e, e->lanes));
+    for (int c = p->ncdims - 1; c >= p->ncouter; c--) {
+      if (c == p->ncouter) {
+        e->idx[c] = j;
+        break;
+      }
+      LLVMValueRef ext = i64c(e, p->cdims[c].extent);
+      e->idx[c] = LLVMBuildURem(e->B, j, ext, "");
+      j = LLVMBuildUDiv(e->B, j, ext, "");
+    }
+    return;
+  }
   for (int c = p->ncouter; c < p->ncdims; c++)
     e->idx[c] = loop_open(e, &N->loops[N->n++], i64c(e, 0),
                           i64c(e, p->cdims[c].extent), i64c(e, 1));
@@ -370,7 +392,7 @@ static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
   LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
   LLVMBuildStore(e->B, cg_max(e, dt, acc_load(e, a, t), v, false), a);
   nest_close(e, &N);
-  return acc_load(e, a, t);
+  return cg_lanes_combine(e, CG_MAX, dt, acc_load(e, a, t));
 }
 
 /* The row's sum in double of exp(x - top). */
@@ -386,7 +408,7 @@ static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64),
                                        cg_to_f64(e, ex)), a);
   nest_close(e, &N);
-  return acc_load(e, a, e->f64);
+  return cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
 }
 
 /* sum, mean, max, min: the accumulator's type and first value. */
@@ -448,7 +470,12 @@ static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
   LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
   LLVMBuildStore(e->B, reduce_step(e, s, acc_load(e, a, t), v), a);
   nest_close(e, &N);
-  return reduce_finish(e, s, acc_load(e, a, t));
+  raf_dtype dt = x->type->dtype;
+  bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
+  LLVMValueRef r = cg_lanes_combine(
+      e, sum ? CG_ADD : s->op == RAF_OP_MIN ? CG_MIN : CG_MAX,
+      sum && raf_dtype_is_float(dt) ? RAF_F64 : dt, acc_load(e, a, t));
+  return reduce_finish(e, s, r);
 }
 
 static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
@@ -462,7 +489,9 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   LLVMValueRef v = cg_to_f64(e, eval(e, x, id));
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, e->f64), v), acc);
   nest_close(e, &N);
-  LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_load(e, acc, e->f64), n, "");
+  LLVMValueRef mean = LLVMBuildFDiv(
+      e->B, cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, acc, e->f64)), n,
+      "");
   LLVMValueRef sq = alloca_init(e, LLVMConstReal(e->f64, 0));
   nest_open(e, &N);
   LLVMValueRef d =
@@ -474,7 +503,11 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   nest_close(e, &N);
   /* rstd = 1 / sqrt(sq / n + eps), in double */
   LLVMValueRef var = LLVMBuildFAdd(
-      e->B, LLVMBuildFDiv(e->B, acc_load(e, sq, e->f64), n, ""),
+      e->B,
+      LLVMBuildFDiv(e->B,
+                    cg_lanes_combine(e, CG_ADD, RAF_F64,
+                                     acc_load(e, sq, e->f64)),
+                    n, ""),
       LLVMConstReal(e->f64, raf_stmt_attr_float(s, "eps")), "");
   LLVMValueRef rstd = LLVMBuildFDiv(
       e->B, LLVMConstReal(e->f64, 1),
@@ -536,7 +569,7 @@ static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
                  cg_fadd_reassoc(e, acc_load(e, a, e->f64), cg_to_f64(e, sq)),
                  a);
   nest_close(e, &N);
-  LLVMValueRef r = acc_load(e, a, e->f64);
+  LLVMValueRef r = cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
   if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0)
     r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
   return cg_round(e, rt, cg_from_f64(e, r, cg_work_dtype(rt)));
@@ -570,7 +603,7 @@ static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
                       "");
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64), v), a);
   nest_close(e, &N);
-  return acc_load(e, a, e->f64);
+  return cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
 }
 
 /* cross_entropy_grad's row: the max and the sum of exp(x - max), in double,
@@ -587,7 +620,7 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
                         cg_to_f64(e, eval(e, x, id)), false),
                  top);
   nest_close(e, &N);
-  a->top = acc_load(e, top, e->f64);
+  a->top = cg_lanes_combine(e, CG_MAX, RAF_F64, acc_load(e, top, e->f64));
   LLVMValueRef total = alloca_init(e, LLVMConstReal(e->f64, 0));
   nest_open(e, &N);
   LLVMValueRef d = LLVMBuildFSub(e->B, cg_to_f64(e, eval(e, x, id)), a->top,
@@ -597,7 +630,8 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
                                  cg_math(e, "exp", RAF_F64, d, NULL)),
                  total);
   nest_close(e, &N);
-  a->total = acc_load(e, total, e->f64);
+  a->total =
+      cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, total, e->f64));
   cg_map rm;
   cg_map_row(e->p, lab->type, &rm);
   a->label = cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);
@@ -646,6 +680,28 @@ static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
   return acc_load(e, n, e->f64);
 }
 
+/* if (cond) { ... }: open returns the block after (NULL when cond is NULL:
+ * no guard); what is computed inside dominates nothing after. */
+static LLVMBasicBlockRef guard_open(cg_emitter *e, LLVMValueRef cond,
+                                    int *mark) {
+  *mark = e->nmemo;
+  if (!cond)
+    return NULL;
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, e->fn, "own");
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(e->C, e->fn, "next");
+  LLVMBuildCondBr(e->B, cond, then, next);
+  LLVMPositionBuilderAtEnd(e->B, then);
+  return next;
+}
+
+static void guard_close(cg_emitter *e, LLVMBasicBlockRef next, int mark) {
+  if (!next)
+    return;
+  e->nmemo = mark;
+  LLVMBuildBr(e->B, next);
+  LLVMPositionBuilderAtEnd(e->B, next);
+}
+
 static void row_phase(cg_emitter *e, int k) {
   const raf_stmt *s = e->p->rowops[k];
   const raf_value *res = s->results[0];
@@ -676,11 +732,13 @@ static void row_phase(cg_emitter *e, int k) {
     LLVMValueRef ignored;
     LLVMValueRef loss = row_cross_entropy(e, s, &ignored);
     if (cg_is_total(s)) { /* the row's loss and count, for the final step */
-      int t = total_index(e, s);
+      int t = total_index(e, s), mark;
+      LLVMBasicBlockRef next = guard_open(e, e->owner, &mark);
       cg_store(e, e->bufs[scratch_base(e) + 2 * t], e->row, RAF_F64, loss);
       cg_store(e, e->bufs[scratch_base(e) + 2 * t + 1], e->row, RAF_F64,
                LLVMBuildSelect(e->B, ignored, LLVMConstReal(e->f64, 0),
                                LLVMConstReal(e->f64, 1), ""));
+      guard_close(e, next, mark);
       return;
     }
     raf_dtype rt = res->type->dtype;
@@ -895,8 +953,8 @@ static void emit_tiles(cg_emitter *e, LLVMValueRef from, LLVMValueRef to) {
 
 /* The body over rows [from, to) stepping by step; `first` says whether
  * this call (or thread) owns the uniform results. */
-static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
-                      LLVMValueRef to, LLVMValueRef step) {
+void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
+                  LLVMValueRef to, LLVMValueRef step) {
   const cg_plan *p = e->p;
   bool uniform = false, full = false;
   for (int i = 0; i < p->nout; i++) {
@@ -935,6 +993,15 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   }
   loop rows;
   LLVMValueRef r = loop_open(e, &rows, from, to, step);
+  if (e->slot) { /* NVPTX: the slot's row, or the last one again */
+    LLVMValueRef raw = LLVMBuildNSWAdd(e->B, r, e->slot, "");
+    e->active = LLVMBuildICmp(e->B, LLVMIntSLT, raw, to, "");
+    r = LLVMBuildSelect(e->B, e->active, raw,
+                        LLVMBuildNSWSub(e->B, to, i64c(e, 1), ""), "");
+    e->owner = LLVMBuildAnd(
+        e->B, e->active,
+        LLVMBuildICmp(e->B, LLVMIntEQ, e->lane, i64c(e, 0), ""), "");
+  }
   e->row = r;
   int mark = e->nmemo;
   for (int c = p->ncouter - 1; c >= 0; c--) {
@@ -948,9 +1015,12 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   }
   for (int k = 0; k < p->nrowops; k++)
     row_phase(e, k);
+  int own;
+  LLVMBasicBlockRef next = guard_open(e, e->owner, &own);
   for (int i = 0; i < p->nout; i++)
     if (p->out[i].cls == CG_OUT_ROW)
       store_output(e, i);
+  guard_close(e, next, own);
   if (full) {
     nest N;
     nest_open(e, &N);
@@ -966,12 +1036,13 @@ static void emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   e->nmemo = mark;
   for (int c = 0; c < p->ncouter; c++)
     e->idx[c] = NULL;
+  e->active = e->owner = NULL;
   loop_close(e, &rows);
 }
 
 /* The final step: every total added up in row order, in double (no
  * reassociation: cpu-ref's order), then the results computed from them. */
-static void emit_final(cg_emitter *e) {
+void cg_emit_final(cg_emitter *e) {
   const cg_plan *p = e->p;
   int t = 0;
   for (int k = 0; k < p->nrowops; k++) {
@@ -981,8 +1052,9 @@ static void emit_final(cg_emitter *e) {
     LLVMValueRef sum = alloca_init(e, LLVMConstReal(e->f64, 0));
     LLVMValueRef cnt = alloca_init(e, LLVMConstReal(e->f64, 0));
     loop L;
-    LLVMValueRef r = loop_open(e, &L, i64c(e, 0), i64c(e, p->rows),
-                               i64c(e, 1));
+    bool lanes = e->lanes > 1; /* NVPTX: lane, lane + lanes, ... */
+    LLVMValueRef r = loop_open(e, &L, lanes ? e->lane : i64c(e, 0),
+                               i64c(e, p->rows), i64c(e, lanes ? e->lanes : 1));
     LLVMValueRef a = cg_load(e, e->bufs[scratch_base(e) + 2 * t], r, RAF_F64);
     LLVMValueRef c =
         cg_load(e, e->bufs[scratch_base(e) + 2 * t + 1], r, RAF_F64);
@@ -991,10 +1063,12 @@ static void emit_final(cg_emitter *e) {
     LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, cnt, e->f64), c, ""),
                    cnt);
     loop_close(e, &L);
-    LLVMValueRef v = acc_load(e, sum, e->f64);
+    LLVMValueRef v =
+        cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, sum, e->f64));
     if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0) {
       /* NaN when every row is ignored */
-      LLVMValueRef n = acc_load(e, cnt, e->f64);
+      LLVMValueRef n =
+          cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, cnt, e->f64));
       LLVMValueRef none = LLVMBuildFCmp(e->B, LLVMRealOEQ, n,
                                         LLVMConstReal(e->f64, 0), "");
       v = LLVMBuildSelect(e->B, none, LLVMConstReal(e->f64, 0.0 / 0.0),
@@ -1007,19 +1081,13 @@ static void emit_final(cg_emitter *e) {
                                                   cg_work_dtype(rt))));
     t++;
   }
+  int own;
+  LLVMBasicBlockRef next = guard_open(e, e->owner, &own);
   for (int i = 0; i < p->nout; i++)
     if (p->out[i].cls == CG_OUT_FINAL)
       store_output(e, i);
+  guard_close(e, next, own);
   e->nmemo = 0;
-}
-
-static LLVMValueRef sreg(cg_emitter *e, const char *name) {
-  LLVMTypeRef ft = LLVMFunctionType(e->i32, NULL, 0, false);
-  LLVMValueRef f = LLVMGetNamedFunction(e->M, name);
-  if (!f)
-    f = LLVMAddFunction(e->M, name, ft);
-  return LLVMBuildZExt(e->B, LLVMBuildCall2(e->B, ft, f, NULL, 0, ""), e->i64,
-                       "");
 }
 
 static void add_attr(cg_emitter *e, LLVMValueRef f, unsigned index,
@@ -1086,8 +1154,8 @@ static LLVMValueRef host_entry(cg_emitter *e, const char *name,
 /* The function that holds a body: on the host an internal, always inlined
  * one with noalias buffers and `tail` i64 parameters; on NVPTX the kernel
  * itself. Leaves e->bufs pointing at its parameters. */
-static LLVMValueRef body_fn(cg_emitter *e, const char *name, int nbufs,
-                            int tail) {
+LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs,
+                        int tail) {
   char body_name[256];
   bool host = e->target == CG_HOST;
   snprintf(body_name, sizeof body_name, "%s%s", name, host ? ".body" : "");
@@ -1106,18 +1174,6 @@ static LLVMValueRef body_fn(cg_emitter *e, const char *name, int nbufs,
     if (e->inplace[r] >= 0)
       e->bufs[nargs + r] = e->bufs[e->inplace[r]];
   return f;
-}
-
-/* The NVPTX thread's global index, and the grid's size in threads. */
-static LLVMValueRef thread_index(cg_emitter *e, LLVMValueRef *stride) {
-  LLVMValueRef ntid = sreg(e, "llvm.nvvm.read.ptx.sreg.ntid.x");
-  *stride = LLVMBuildNSWMul(e->B, sreg(e, "llvm.nvvm.read.ptx.sreg.nctaid.x"),
-                            ntid, "");
-  return LLVMBuildNSWAdd(
-      e->B,
-      LLVMBuildNSWMul(e->B, sreg(e, "llvm.nvvm.read.ptx.sreg.ctaid.x"), ntid,
-                      ""),
-      sreg(e, "llvm.nvvm.read.ptx.sreg.tid.x"), "");
 }
 
 /* Whether inplace[r] also names the argument of an earlier result. */
@@ -1178,37 +1234,20 @@ LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
   if (!e.bufs || !e.aux || !e.consts || !e.const_globals) {
     cg_fail(&e, "out of memory");
   } else if (o->target == CG_HOST) {
-    LLVMValueRef body = body_fn(&e, name, nbufs, 2);
+    LLVMValueRef body = cg_body_fn(&e, name, nbufs, 2);
     LLVMValueRef begin = LLVMGetParam(body, (unsigned)nbufs);
-    emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, begin, i64c(&e, 0), ""),
+    cg_emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, begin, i64c(&e, 0), ""),
               begin, LLVMGetParam(body, (unsigned)nbufs + 1), i64c(&e, 1));
     LLVMBuildRetVoid(e.B);
     kernel = host_entry(&e, name, body, nbufs, 2);
     if (p->ntotals) {
-      body = body_fn(&e, final_name, nbufs, 0);
-      emit_final(&e);
+      body = cg_body_fn(&e, final_name, nbufs, 0);
+      cg_emit_final(&e);
       LLVMBuildRetVoid(e.B);
       host_entry(&e, final_name, body, nbufs, 0);
     }
   } else {
-    kernel = body_fn(&e, name, nbufs, 1);
-    LLVMValueRef stride, gid = thread_index(&e, &stride);
-    emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, gid, i64c(&e, 0), ""), gid,
-              LLVMGetParam(kernel, (unsigned)nbufs), stride);
-    LLVMBuildRetVoid(e.B);
-    if (p->ntotals) { /* one thread adds up the rows */
-      body_fn(&e, final_name, nbufs, 0);
-      LLVMValueRef gid2 = thread_index(&e, &stride);
-      LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(e.C, e.fn, "run");
-      LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(e.C, e.fn, "out");
-      LLVMBuildCondBr(e.B, LLVMBuildICmp(e.B, LLVMIntEQ, gid2, i64c(&e, 0), ""),
-                      run, out);
-      LLVMPositionBuilderAtEnd(e.B, run);
-      emit_final(&e);
-      LLVMBuildBr(e.B, out);
-      LLVMPositionBuilderAtEnd(e.B, out);
-      LLVMBuildRetVoid(e.B);
-    }
+    kernel = cg_lower_nvptx(&e, name, final_name, nbufs);
   }
   LLVMDisposeBuilder(e.B);
   LLVMDisposeBuilder(e.A);

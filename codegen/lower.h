@@ -1,8 +1,16 @@
 /* lower.h: the lowering of a kernel plan to LLVM IR (codegen/ internal).
  *
- * lower.c builds the kernel's loops and row phases; lower_ops.c emits the
- * scalar computation of each op and the loads, stores and conversions of
- * every dtype. Numerics follow the cpu-ref dialect statement by statement
+ * Three parts:
+ *   - point evaluation, shared by both targets: lower_ops.c, one definition
+ *     of each op's scalar math (gelu, layer_norm's and the row ops' formulas
+ *     included) and the loads, stores and conversions of every dtype, and
+ *     lower.c's evaluation of values at a point and row phases;
+ *   - the host schedule (lower.c): rows of the parallel range walked by
+ *     loops, column tiles, the final step;
+ *   - the NVPTX schedule (lower_nvptx.c, launch geometry in schedule.c):
+ *     threads over flat elements, warps or blocks or column tiles over
+ *     rows, with shfl.sync and shared-memory reductions, and a second
+ *     kernel for totals. Numerics follow the cpu-ref dialect statement by statement
  * (runtime/cpuref/), so a fused function computes what its statements
  * would: floats compute in double for f64 and in float for f32, f16 and
  * bf16, rounding every result of an f16 or bf16 statement to its dtype;
@@ -64,6 +72,17 @@ typedef struct cg_emitter {
   const raf_stmt **consts;
   LLVMValueRef *const_globals;
   int nconsts;
+  /* The NVPTX row schedule (lower_nvptx.c): `lanes` threads share a row
+   * (0 on the host and in the flat layout), this thread being lane `lane`
+   * (i64) of the group at slot `slot` of its block; `active` (i1) says the
+   * slot has a row (else it runs the last row again, storing nothing, so
+   * that a block's threads meet at each barrier), `owner` (i1) says this
+   * thread stores the row's results. */
+  int lanes;
+  int layout; /* cg_gpu_layout */
+  LLVMValueRef lane, slot, tid, active, owner;
+  LLVMValueRef smem; /* the kernel's shared array of i64, or NULL */
+  int smem_len;
   LLVMTypeRef i1, i8, i16, i32, i64, f16, f32, f64, ptr, void_;
   bool failed;
   char why[256];
@@ -130,7 +149,32 @@ LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
 /* x + y with reassociation allowed (accumulations the vectorizer splits). */
 LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y);
 
+/* ---- lower_nvptx.c -------------------------------------------------------- */
+
+typedef enum cg_combine { CG_ADD, CG_MAX, CG_MIN } cg_combine;
+
+/* The combination of v (this lane's part of a row's reduction, of dtype dt:
+ * RAF_F64 for a double accumulator) over the lanes of the row: every lane
+ * gets the whole. v itself on the host and when a thread has the row. */
+LLVMValueRef cg_lanes_combine(cg_emitter *e, cg_combine op, raf_dtype dt,
+                              LLVMValueRef v);
+/* The NVPTX kernels of e->p (cg_lower's NVPTX half): the kernel, and
+ * final_name with totals. */
+LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
+                            const char *final_name, int nbufs);
+
 /* ---- lower.c -------------------------------------------------------------- */
+
+LLVMValueRef cg_i64(cg_emitter *e, int64_t v);
+/* Starts function `name` of nbufs noalias pointers and `tail` i64
+ * parameters (on NVPTX a kernel), e->bufs its buffers (see cg_lower). */
+LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
+/* The rows [from, to) stepping by step (on NVPTX, e->slot added to each,
+ * see above); `first` owns the uniform results. */
+void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
+                  LLVMValueRef to, LLVMValueRef step);
+/* The final step of the totals (on NVPTX over e->lanes threads). */
+void cg_emit_final(cg_emitter *e);
 
 /* Adds the kernel of plan p to module M as function `name`:
  *   host:  void name(void *const *bufs, int64_t begin, int64_t end)
@@ -138,11 +182,10 @@ LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y);
  *          arrays of p->rows doubles per total; rows [begin, end) of the
  *          parallel range)
  *   NVPTX: a kernel void name(ptr arg0, ..., ptr res0, ..., ptr scratch0,
- *          ..., i64 rows), each thread taking rows blockIdx.x *
- *          blockDim.x + threadIdx.x + k * gridDim.x * blockDim.x.
+ *          ...), launched as cg_gpu_schedule (plan.h) says.
  * With totals, also `name_final`, to run once after every row: host
  * void name_final(void *const *bufs), NVPTX a kernel of the same buffers
- * whose thread 0 does the work.
+ * run by one block, which adds the rows' values up.
  * With o->inplace, a result r given an argument a computes in a's buffer:
  * the kernel reads and writes it through a's parameter (r's goes unused),
  * so LLVM sees the true dependences and still vectorizes, and at each

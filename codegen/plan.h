@@ -174,4 +174,56 @@ int cg_rowop_input(const raf_stmt *s);
  * results computed from them. */
 bool cg_is_total(const raf_stmt *s);
 
+/* ---- The NVPTX schedule (schedule.c) --------------------------------------
+ *
+ * How a kernel's work spreads over CUDA threads. Shapes are static, so a
+ * launch is concrete numbers: a 1-D grid of `grid` blocks of `block`
+ * threads, `shared_bytes` of shared memory. Every layout strides over
+ * the grid (so any grid covers the work); grid is the one that gives each
+ * thread about one item, capped at CG_GPU_MAX_GRID blocks.
+ *
+ *   CG_GPU_FLAT (no row ops): item i = blockIdx * block + threadIdx + k *
+ *     grid * block over the `items` points of F in C order, so adjacent
+ *     threads touch adjacent elements of a C-order output.
+ *   CG_GPU_WARP, CG_GPU_BLOCK (row ops, rows of `cols` elements): a group
+ *     of `lanes` threads per row, rows_per_block rows per block: thread t
+ *     takes slot t / lanes and lane t % lanes, rows blockIdx *
+ *     rows_per_block + slot + k * grid * rows_per_block, and in each row
+ *     the elements lane, lane + lanes, ...; WARP (lanes 32) reduces with
+ *     shfl.sync, BLOCK (one row per block) with shfl.sync then shared
+ *     memory and bar.sync.
+ *   CG_GPU_TILE (rows that are columns, cg_plan_tile): rows_per_block = 32
+ *     adjacent columns per block, `lanes` threads down each: thread t
+ *     takes slot t % 32 and lane t / 32, so a warp reads 32 adjacent
+ *     elements; the lanes reduce through shared memory.
+ *
+ * A plan with totals also has a final kernel (final_block threads in one
+ * block): thread t adds rows t, t + final_block, ... of the scratch
+ * arrays, and the block reduces them (the second stage of the total). */
+typedef enum cg_gpu_layout {
+  CG_GPU_FLAT,
+  CG_GPU_WARP,
+  CG_GPU_BLOCK,
+  CG_GPU_TILE
+} cg_gpu_layout;
+
+#define CG_GPU_MAX_GRID 65535
+
+typedef struct cg_gpu_sched {
+  cg_gpu_layout layout;
+  int64_t items;          /* FLAT: points; else rows */
+  int64_t cols;           /* elements per row (1 for FLAT) */
+  int block, rows_per_block, lanes;
+  int64_t grid;
+  int shared_bytes;
+  int final_block, final_shared_bytes; /* 0 without totals */
+} cg_gpu_sched;
+
+/* The schedule of a kernel of `rows` rows of `cols` elements, with row ops
+ * or not, a column tile (cg_plan_tile) or not, and totals or not. */
+void cg_gpu_schedule_for(int64_t rows, int64_t cols, bool rowops, bool tile,
+                         bool totals, cg_gpu_sched *s);
+/* The schedule of plan p. */
+void cg_gpu_schedule(const cg_plan *p, cg_gpu_sched *s);
+
 #endif
