@@ -25,9 +25,9 @@
  *   void kernel_final(void *const *bufs);
  *
  * to call once after every row: it adds the rows' losses up in row order
- * and stores the results computed from them. The NVPTX ABI is the same
- * bodies as kernels of separate pointer parameters (and the row count; see
- * lower.h).
+ * and stores the results computed from them. The NVPTX kernels take the
+ * same buffers as separate pointer parameters, on their own schedule
+ * (raf_cg_compile_ptx below).
  *
  * Library code: errors are diagnostics or messages, never prints or exits.
  */
@@ -97,6 +97,46 @@ const char *const *raf_cg_cuda_archs(size_t *count);
  * kernel. An unknown cuda_arch is an error. Errors are reported to ctx. */
 raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
                        const raf_cg_emit_options *o, FILE *out);
+
+/* ---- PTX for the CUDA runtime --------------------------------------------- */
+
+/* One kernel launch: a 1-D grid of grid[0] blocks of block[0] threads (the
+ * other dims 1) with shared_bytes of static shared memory (declared in the
+ * PTX; no dynamic shared memory). Shapes are static, so these are numbers;
+ * any grid covers the work (the kernels stride over it), the one given is
+ * the one schedule.c chose. */
+typedef struct raf_cg_launch {
+  char name[256]; /* the .entry in the PTX */
+  int64_t grid[3];
+  int block[3];
+  int shared_bytes;
+} raf_cg_launch;
+
+/* A fused function's PTX and how to launch it. Each kernel's parameters
+ * are the buffers of the host ABI, one pointer each (arguments, results,
+ * then info.nscratch arrays of info.rows doubles, which the caller
+ * allocates; results computed in place take both pointers), nothing else.
+ * kernels[0] runs first; with a total kernels[1] (`<name>_final`) runs
+ * after it on the same stream, one block. The caller checks info.checks'
+ * labels before launching, as on the host. */
+typedef struct raf_cg_ptx {
+  char *ptx; /* NUL-terminated PTX text, owned: raf_cg_ptx_free */
+  int nkernels;
+  raf_cg_launch kernels[2];
+  raf_cg_info info;
+} raf_cg_ptx;
+
+/* Compiles fused function f to PTX for arch ("sm_80", "sm_90", ...;
+ * NULL: sm_80) with the kernels named `name` (NULL: f's name), the math
+ * library linked from libdevice, the O3 pipeline run. inplace as in
+ * raf_jit_compile. false when the lowering declines f (*declined set) or
+ * on an error, with why; *out is then empty. Nothing is cached here: the
+ * runtime keys its own cache on the PTX. */
+bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
+                        const int *inplace, raf_cg_ptx *out, bool *declined,
+                        char *why, size_t size);
+/* Frees out->ptx and clears *out (NULL is fine). */
+void raf_cg_ptx_free(raf_cg_ptx *out);
 
 /* ---- The x86-64 JIT (the llvm dialect) ----------------------------------- */
 

@@ -5,7 +5,8 @@
  * as textual LLVM IR; for NVPTX, as a kernel, linked with libdevice when it
  * calls the math library, and printed as PTX for the CUDA architecture
  * asked for. The functions the lowering declines are listed first, as
- * comments saying why.
+ * comments saying why; in PTX each kernel's launch (raf_cg_compile_ptx)
+ * is a comment too.
  */
 #include "codegen/codegen.h"
 #include "codegen/lower.h"
@@ -17,6 +18,120 @@
 static bool is_fused(const raf_func *f) {
   const raf_attr *a = raf_attrs_find(&f->attrs, "fused");
   return a && a->kind == RAF_ATTR_BOOL && a->val.u.b;
+}
+
+/* The launches of plan p's kernels, named name and name_final. */
+static int launches(const cg_plan *p, const char *name, raf_cg_launch *k) {
+  cg_gpu_sched s;
+  cg_gpu_schedule(p, &s);
+  memset(k, 0, 2 * sizeof *k);
+  snprintf(k[0].name, sizeof k[0].name, "%s", name);
+  k[0].grid[0] = s.grid;
+  k[0].block[0] = s.block;
+  k[0].shared_bytes = s.shared_bytes;
+  if (!p->ntotals)
+    return 1;
+  snprintf(k[1].name, sizeof k[1].name, "%s_final", name);
+  k[1].grid[0] = 1;
+  k[1].block[0] = s.final_block;
+  k[1].shared_bytes = s.final_shared_bytes;
+  return 2;
+}
+
+static const char *const layout_names[] = {"flat", "warp per row",
+                                           "block per row", "column tiles"};
+
+/* A comment line per kernel saying how to launch it (raf-opt's PTX). */
+static void print_launches(FILE *out, const cg_plan *p, const char *name) {
+  raf_cg_launch k[2];
+  cg_gpu_sched s;
+  cg_gpu_schedule(p, &s);
+  int n = launches(p, name, k);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "// launch %s: grid %lld block %d shared %d (%s)\n",
+            k[i].name, (long long)k[i].grid[0], k[i].block[0],
+            k[i].shared_bytes,
+            i ? "second stage of the total" : layout_names[s.layout]);
+}
+
+/* M's PTX for tm (libdevice linked, optimized when asked) as a string of
+ * malloc'd memory. */
+static bool module_ptx(LLVMModuleRef M, LLVMTargetMachineRef tm,
+                       bool optimize, char **text, char *why, size_t size) {
+  *text = NULL;
+  if (!cg_verify(M, why, size))
+    return false;
+  cg_prepare_module(M, tm, NULL);
+  if (!cg_link_libdevice(M, why, size))
+    return false;
+  if (optimize && !cg_optimize(M, tm, why, size))
+    return false;
+  LLVMMemoryBufferRef buf;
+  char *msg = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &msg,
+                                          &buf)) {
+    snprintf(why, size, "LLVM cannot make PTX: %s", msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  size_t n = LLVMGetBufferSize(buf);
+  *text = malloc(n + 1);
+  if (*text) {
+    memcpy(*text, LLVMGetBufferStart(buf), n);
+    (*text)[n] = 0;
+  } else {
+    snprintf(why, size, "out of memory");
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  return *text != NULL;
+}
+
+bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
+                        const int *inplace, raf_cg_ptx *out, bool *declined,
+                        char *why, size_t size) {
+  memset(out, 0, sizeof *out);
+  *declined = false;
+  cg_plan p;
+  if (!cg_plan_make(f, &p, why, size)) {
+    *declined = true;
+    return false;
+  }
+  if (!raf_cg_supports(f, &out->info, why, size)) {
+    cg_plan_free(&p);
+    *declined = true;
+    return false;
+  }
+  if (!name)
+    name = f->name;
+  LLVMTargetMachineRef tm = cg_nvptx_tm(arch ? arch : "sm_80", why, size);
+  if (!tm) {
+    cg_plan_free(&p);
+    return false;
+  }
+  LLVMContextRef C = LLVMContextCreate();
+  LLVMModuleRef M = LLVMModuleCreateWithNameInContext("raf", C);
+  cg_options co = {CG_NVPTX, 0, inplace};
+  bool ok = cg_lower(&p, M, &co, name, why, size) != NULL;
+  if (!ok && inplace)
+    *declined = true;
+  if (ok)
+    ok = module_ptx(M, tm, true, &out->ptx, why, size);
+  if (ok)
+    out->nkernels = launches(&p, name, out->kernels);
+  LLVMDisposeModule(M);
+  LLVMContextDispose(C);
+  LLVMDisposeTargetMachine(tm);
+  cg_plan_free(&p);
+  if (!ok)
+    raf_cg_ptx_free(out);
+  return ok;
+}
+
+void raf_cg_ptx_free(raf_cg_ptx *out) {
+  if (!out)
+    return;
+  free(out->ptx);
+  memset(out, 0, sizeof *out);
 }
 
 raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
@@ -57,6 +172,8 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
       raf_diag_report(ctx, f->loc, RAF_SEV_ERROR, "emit: @%s: %s", f->name,
                       why);
       rc = RAF_ERROR;
+    } else if (ptx) {
+      print_launches(out, &p, f->name);
     }
     cg_plan_free(&p);
   }
@@ -66,30 +183,25 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_NOTE,
                     "emit: no kernels: the module has no fused function "
                     "(functions marked {fused}, which --fuse makes)");
-  bool ok = rc == RAF_OK && cg_verify(M, why, sizeof why);
-  if (ok) {
-    cg_prepare_module(M, tm, ptx ? NULL : host.features);
-    if (ptx)
-      ok = cg_link_libdevice(M, why, sizeof why);
-  }
-  if (ok && o->optimize)
-    ok = cg_optimize(M, tm, why, sizeof why);
+  bool ok = rc == RAF_OK;
   if (ok && ptx) {
-    LLVMMemoryBufferRef buf;
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, M, LLVMAssemblyFile, &msg,
-                                            &buf)) {
-      snprintf(why, sizeof why, "LLVM cannot make PTX: %s", msg ? msg : "");
-      LLVMDisposeMessage(msg);
-      ok = false;
-    } else {
-      fwrite(LLVMGetBufferStart(buf), 1, LLVMGetBufferSize(buf), out);
-      LLVMDisposeMemoryBuffer(buf);
-    }
+    char *text;
+    ok = module_ptx(M, tm, o->optimize, &text, why, sizeof why);
+    if (ok)
+      fputs(text, out);
+    free(text);
   } else if (ok) {
-    char *text = LLVMPrintModuleToString(M);
-    fputs(text, out);
-    LLVMDisposeMessage(text);
+    ok = cg_verify(M, why, sizeof why);
+    if (ok) {
+      cg_prepare_module(M, tm, host.features);
+      if (o->optimize)
+        ok = cg_optimize(M, tm, why, sizeof why);
+    }
+    if (ok) {
+      char *text = LLVMPrintModuleToString(M);
+      fputs(text, out);
+      LLVMDisposeMessage(text);
+    }
   }
   if (!ok && rc == RAF_OK) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "emit: %s", why);

@@ -204,23 +204,11 @@ static void make_smem(cg_emitter *e, const char *kernel, int bytes) {
   LLVMSetAlignment(e->smem, 8);
 }
 
-/* nvvm.annotations: the kernel's most threads per block, which ptxas
- * allocates registers for. */
-static void annotate(cg_emitter *e, LLVMValueRef fn, int threads) {
-  LLVMMetadataRef md[3] = {
-      LLVMValueAsMetadata(fn), LLVMMDStringInContext2(e->C, "maxntidx", 8),
-      LLVMValueAsMetadata(LLVMConstInt(e->i32, (unsigned)threads, false))};
-  LLVMAddNamedMetadataOperand(
-      e->M, "nvvm.annotations",
-      LLVMMetadataAsValue(e->C, LLVMMDNodeInContext2(e->C, md, 3)));
-}
-
 LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
                             const char *final_name, int nbufs) {
   cg_gpu_sched s;
   cg_gpu_schedule(e->p, &s);
   LLVMValueRef kernel = cg_body_fn(e, name, nbufs, 0);
-  annotate(e, kernel, s.block);
   LLVMValueRef tid = sreg(e, "tid.x"), ctaid = sreg(e, "ctaid.x");
   LLVMValueRef nctaid = sreg(e, "nctaid.x");
   LLVMValueRef gid = LLVMBuildNSWAdd(
@@ -258,8 +246,7 @@ LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
   LLVMBuildRetVoid(e->B);
   e->slot = NULL;
   if (e->p->ntotals) { /* the second stage: one block */
-    LLVMValueRef f = cg_body_fn(e, final_name, nbufs, 0);
-    annotate(e, f, s.final_block);
+    cg_body_fn(e, final_name, nbufs, 0);
     make_smem(e, final_name, s.final_shared_bytes);
     e->layout = CG_GPU_BLOCK;
     e->lanes = s.final_block;
