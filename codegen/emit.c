@@ -25,6 +25,8 @@ static int launches(const cg_plan *p, const char *name, raf_cg_launch *k) {
   cg_gpu_sched s;
   cg_gpu_schedule(p, &s);
   memset(k, 0, 2 * sizeof *k);
+  for (int i = 0; i < 2; i++)
+    k[i].grid[1] = k[i].grid[2] = k[i].block[1] = k[i].block[2] = 1;
   snprintf(k[0].name, sizeof k[0].name, "%s", name);
   k[0].grid[0] = s.grid;
   k[0].block[0] = s.block;
