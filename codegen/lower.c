@@ -382,6 +382,33 @@ static LLVMValueRef acc_load(cg_emitter *e, LLVMValueRef a, LLVMTypeRef t) {
   return LLVMBuildLoad2(e->B, t, a, "");
 }
 
+/* The type row sums accumulate in: double on the host (cpu-ref's); on the
+ * GPU float, unless the input is f64 (docs/Codegen.md#numerics-on-the-gpu).
+ * After the lanes' parts combine, a sum is widened to double, so that the
+ * row's finishing math is the same on both targets. */
+static LLVMTypeRef acc_type(cg_emitter *e, raf_dtype in) {
+  return e->target == CG_NVPTX && in != RAF_F64 ? e->f32 : e->f64;
+}
+
+static raf_dtype acc_dtype(cg_emitter *e, LLVMTypeRef t) {
+  return t == e->f64 ? RAF_F64 : RAF_F32;
+}
+
+/* A float or double value as accumulator type t. */
+static LLVMValueRef acc_cast(cg_emitter *e, LLVMValueRef v, LLVMTypeRef t) {
+  if (LLVMTypeOf(v) == t)
+    return v;
+  return t == e->f64 ? LLVMBuildFPExt(e->B, v, t, "")
+                     : LLVMBuildFPTrunc(e->B, v, t, "");
+}
+
+/* The row's sum in accumulator a (of type t), the lanes' parts combined,
+ * in double. */
+static LLVMValueRef acc_sum(cg_emitter *e, LLVMValueRef a, LLVMTypeRef t) {
+  return cg_to_f64(
+      e, cg_lanes_combine(e, CG_ADD, acc_dtype(e, t), acc_load(e, a, t)));
+}
+
 /* The row's NaN-propagating maximum of x (in its work type). */
 static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
   raf_dtype dt = x->type->dtype;
@@ -399,16 +426,17 @@ static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
 static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
                                 LLVMValueRef top) {
   raf_dtype w = cg_work_dtype(x->type->dtype);
-  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
   nest N;
   nest_open(e, &N);
   LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
   LLVMValueRef ex =
       cg_math(e, "exp", w, LLVMBuildFSub(e->B, v, top, ""), NULL);
-  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64),
-                                       cg_to_f64(e, ex)), a);
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, t),
+                                       acc_cast(e, ex, t)), a);
   nest_close(e, &N);
-  return cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
+  return acc_sum(e, a, t);
 }
 
 /* sum, mean, max, min: the accumulator's type and first value. */
@@ -418,7 +446,7 @@ static LLVMValueRef reduce_init(cg_emitter *e, const raf_stmt *s,
   bool fl = raf_dtype_is_float(dt);
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   bool min = s->op == RAF_OP_MIN;
-  LLVMTypeRef t = *type = fl && sum ? e->f64 : cg_compute_type(e, dt);
+  LLVMTypeRef t = *type = fl && sum ? acc_type(e, dt) : cg_compute_type(e, dt);
   if (fl)
     return LLVMConstReal(t, sum ? 0 : min ? 1.0 / 0.0 : -1.0 / 0.0);
   if (sum)
@@ -439,8 +467,9 @@ static LLVMValueRef reduce_step(cg_emitter *e, const raf_stmt *s,
   bool fl = raf_dtype_is_float(dt);
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   if (sum && fl)
-    return e->strict_sums ? LLVMBuildFAdd(e->B, acc, cg_to_f64(e, v), "")
-                          : cg_fadd_reassoc(e, acc, cg_to_f64(e, v));
+    return e->strict_sums
+               ? LLVMBuildFAdd(e->B, acc, acc_cast(e, v, LLVMTypeOf(acc)), "")
+               : cg_fadd_reassoc(e, acc, acc_cast(e, v, LLVMTypeOf(acc)));
   if (sum)
     return LLVMBuildAdd(e->B, acc, v, "");
   return cg_max(e, dt, acc, v, s->op == RAF_OP_MIN);
@@ -472,9 +501,11 @@ static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
   nest_close(e, &N);
   raf_dtype dt = x->type->dtype;
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
-  LLVMValueRef r = cg_lanes_combine(
-      e, sum ? CG_ADD : s->op == RAF_OP_MIN ? CG_MIN : CG_MAX,
-      sum && raf_dtype_is_float(dt) ? RAF_F64 : dt, acc_load(e, a, t));
+  if (sum && raf_dtype_is_float(dt))
+    return reduce_finish(e, s, acc_sum(e, a, t));
+  LLVMValueRef r =
+      cg_lanes_combine(e, sum ? CG_ADD : s->op == RAF_OP_MIN ? CG_MIN : CG_MAX,
+                       dt, acc_load(e, a, t));
   return reduce_finish(e, s, r);
 }
 
@@ -483,31 +514,27 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   raf_dtype w = cg_work_dtype(x->type->dtype);
   cg_map id = cg_map_identity(e->p, x->type);
   LLVMValueRef n = LLVMConstReal(e->f64, (double)e->p->cols);
-  LLVMValueRef acc = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  LLVMValueRef acc = alloca_init(e, LLVMConstReal(t, 0));
   nest N;
   nest_open(e, &N);
-  LLVMValueRef v = cg_to_f64(e, eval(e, x, id));
-  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, e->f64), v), acc);
+  LLVMValueRef v = acc_cast(e, eval(e, x, id), t);
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, t), v), acc);
   nest_close(e, &N);
-  LLVMValueRef mean = LLVMBuildFDiv(
-      e->B, cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, acc, e->f64)), n,
-      "");
-  LLVMValueRef sq = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_sum(e, acc, t), n, "");
+  LLVMValueRef mean_t = acc_cast(e, mean, t);
+  LLVMValueRef sq = alloca_init(e, LLVMConstReal(t, 0));
   nest_open(e, &N);
   LLVMValueRef d =
-      LLVMBuildFSub(e->B, cg_to_f64(e, eval(e, x, id)), mean, "");
+      LLVMBuildFSub(e->B, acc_cast(e, eval(e, x, id), t), mean_t, "");
   LLVMBuildStore(e->B,
-                 cg_fadd_reassoc(e, acc_load(e, sq, e->f64),
+                 cg_fadd_reassoc(e, acc_load(e, sq, t),
                                  LLVMBuildFMul(e->B, d, d, "")),
                  sq);
   nest_close(e, &N);
   /* rstd = 1 / sqrt(sq / n + eps), in double */
   LLVMValueRef var = LLVMBuildFAdd(
-      e->B,
-      LLVMBuildFDiv(e->B,
-                    cg_lanes_combine(e, CG_ADD, RAF_F64,
-                                     acc_load(e, sq, e->f64)),
-                    n, ""),
+      e->B, LLVMBuildFDiv(e->B, acc_sum(e, sq, t), n, ""),
       LLVMConstReal(e->f64, raf_stmt_attr_float(s, "eps")), "");
   LLVMValueRef rstd = LLVMBuildFDiv(
       e->B, LLVMConstReal(e->f64, 1),
@@ -558,7 +585,8 @@ static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
   const raf_value *x = s->operands[0].value, *y = s->operands[1].value;
   raf_dtype rt = s->results[0]->type->dtype;
   cg_map id = cg_map_identity(e->p, x->type);
-  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
   nest N;
   nest_open(e, &N);
   LLVMValueRef d =
@@ -566,10 +594,10 @@ static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
                     eval(e, y, cg_map_operand(y->type, x->type, id)), "");
   LLVMValueRef sq = LLVMBuildFMul(e->B, d, d, "");
   LLVMBuildStore(e->B,
-                 cg_fadd_reassoc(e, acc_load(e, a, e->f64), cg_to_f64(e, sq)),
+                 cg_fadd_reassoc(e, acc_load(e, a, t), acc_cast(e, sq, t)),
                  a);
   nest_close(e, &N);
-  LLVMValueRef r = cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
+  LLVMValueRef r = acc_sum(e, a, t);
   if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0)
     r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
   return cg_round(e, rt, cg_from_f64(e, r, cg_work_dtype(rt)));
@@ -592,18 +620,18 @@ static int total_index(const cg_emitter *e, const raf_stmt *s) {
 static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
   const raf_value *dy = s->operands[0].value, *y = s->operands[1].value;
   cg_map id = cg_map_identity(e->p, dy->type);
-  LLVMValueRef a = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMTypeRef t = acc_type(e, dy->type->dtype);
+  LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
   nest N;
   nest_open(e, &N);
-  LLVMValueRef v = cg_to_f64(e, eval(e, dy, id));
+  LLVMValueRef v = acc_cast(e, eval(e, dy, id), t);
   if (s->op == RAF_OP_SOFTMAX_GRAD)
-    v = LLVMBuildFMul(e->B, v,
-                      cg_to_f64(e, eval(e, y, cg_map_operand(y->type, dy->type,
-                                                             id))),
-                      "");
-  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, e->f64), v), a);
+    v = LLVMBuildFMul(
+        e->B, v,
+        acc_cast(e, eval(e, y, cg_map_operand(y->type, dy->type, id)), t), "");
+  LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, t), v), a);
   nest_close(e, &N);
-  return cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, a, e->f64));
+  return acc_sum(e, a, t);
 }
 
 /* cross_entropy_grad's row: the max and the sum of exp(x - max), in double,
@@ -621,17 +649,17 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
                  top);
   nest_close(e, &N);
   a->top = cg_lanes_combine(e, CG_MAX, RAF_F64, acc_load(e, top, e->f64));
-  LLVMValueRef total = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  LLVMValueRef total = alloca_init(e, LLVMConstReal(t, 0));
   nest_open(e, &N);
-  LLVMValueRef d = LLVMBuildFSub(e->B, cg_to_f64(e, eval(e, x, id)), a->top,
-                                 "");
+  LLVMValueRef d = LLVMBuildFSub(e->B, acc_cast(e, eval(e, x, id), t),
+                                 acc_cast(e, a->top, t), "");
   LLVMBuildStore(e->B,
-                 cg_fadd_reassoc(e, acc_load(e, total, e->f64),
-                                 cg_math(e, "exp", RAF_F64, d, NULL)),
+                 cg_fadd_reassoc(e, acc_load(e, total, t),
+                                 cg_math(e, "exp", acc_dtype(e, t), d, NULL)),
                  total);
   nest_close(e, &N);
-  a->total =
-      cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, total, e->f64));
+  a->total = acc_sum(e, total, t);
   cg_map rm;
   cg_map_row(e->p, lab->type, &rm);
   a->label = cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);

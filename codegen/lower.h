@@ -17,7 +17,8 @@
  * integers compute at their width (wrapping, as cpu-ref's int64 wrapped to
  * the width does); float accumulations of row ops run in double. The only
  * difference is the order of those double accumulations, which the loop
- * vectorizer may reassociate.
+ * vectorizer may reassociate. On NVPTX the row sums of float inputs
+ * accumulate in float instead, widened to double once the lanes combine.
  */
 #ifndef RAF_CODEGEN_LOWER_H
 #define RAF_CODEGEN_LOWER_H
