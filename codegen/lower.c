@@ -1,4 +1,5 @@
-/* lower.c: a kernel plan (plan.h) as an LLVM function (lower.h).
+/* lower.c: a kernel plan (plan.h) as an LLVM function (lower.h): the
+ * point evaluation and row phases both schedules share.
  *
  * The function's body:
  *
@@ -12,12 +13,10 @@
  *     for (inner dims...) store the full results;
  *   }
  *
- * A kernel whose rows are columns (cg_plan_tile) walks whole tiles of
- * CG_TILE rows first (emit_tiles): the inner dims' loops outside, the
- * tile's rows inside with an accumulator each, the full results that read
- * no row op in that pass, then the rows' results, then the full results
- * that read them; the rows left over take the loop above. Its float sums
- * add in order (strict_sums), so every row gets cpu-ref's bits.
+ * That is the host schedule's body; lower_host.c adds its entry points and
+ * the column tiles (cg_plan_tile), lower_nvptx.c the NVPTX schedule, which
+ * runs the same body with a row's elements spread over lanes (cg_nest_open)
+ * and its sums combined across them (cg_lanes_combine).
  *
  * Values are evaluated on demand at the current point of the iteration
  * space (the indices in e->idx), each use under its map (plan.h), and
@@ -43,7 +42,7 @@ static LLVMValueRef memo_get(cg_emitter *e, const raf_value *v, cg_map m) {
   return NULL;
 }
 
-static void memo_put(cg_emitter *e, const raf_value *v, cg_map m,
+void cg_memo_put(cg_emitter *e, const raf_value *v, cg_map m,
                      LLVMValueRef val) {
   if (e->nmemo == e->capmemo) {
     int cap = e->capmemo ? 2 * e->capmemo : 64;
@@ -60,10 +59,6 @@ static void memo_put(cg_emitter *e, const raf_value *v, cg_map m,
 
 /* ---- Loops ---------------------------------------------------------------- */
 
-typedef struct loop {
-  LLVMBasicBlockRef header, exit;
-  LLVMValueRef iv, step;
-} loop;
 
 static LLVMValueRef i64c(cg_emitter *e, int64_t v) {
   return LLVMConstInt(e->i64, (unsigned long long)v, true);
@@ -72,7 +67,7 @@ static LLVMValueRef i64c(cg_emitter *e, int64_t v) {
 LLVMValueRef cg_i64(cg_emitter *e, int64_t v) { return i64c(e, v); }
 
 /* for (iv = from; iv < to; iv += step): leaves the builder in the body. */
-static LLVMValueRef loop_open(cg_emitter *e, loop *L, LLVMValueRef from,
+LLVMValueRef cg_loop_open(cg_emitter *e, cg_loop *L, LLVMValueRef from,
                               LLVMValueRef to, LLVMValueRef step) {
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->B);
   L->header = LLVMAppendBasicBlockInContext(e->C, e->fn, "loop");
@@ -89,7 +84,7 @@ static LLVMValueRef loop_open(cg_emitter *e, loop *L, LLVMValueRef from,
   return L->iv;
 }
 
-static void loop_close(cg_emitter *e, loop *L) {
+void cg_loop_close(cg_emitter *e, cg_loop *L) {
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->B);
   LLVMValueRef next = LLVMBuildNSWAdd(e->B, L->iv, L->step, "");
   LLVMBuildBr(e->B, L->header);
@@ -97,14 +92,8 @@ static void loop_close(cg_emitter *e, loop *L) {
   LLVMPositionBuilderAtEnd(e->B, L->exit);
 }
 
-/* The inner dims' loops: open sets their indices, close clears them and
- * drops what was remembered inside. */
-typedef struct nest {
-  loop loops[CG_MAX_FDIMS];
-  int n, memo_mark;
-} nest;
 
-static void nest_open(cg_emitter *e, nest *N) {
+void cg_nest_open(cg_emitter *e, cg_nest *N) {
   const cg_plan *p = e->p;
   N->memo_mark = e->nmemo;
   N->n = 0;
@@ -115,7 +104,7 @@ static void nest_open(cg_emitter *e, nest *N) {
     LLVMValueRef end = i64c(e, p->cols);
     if (e->active)
       end = LLVMBuildSelect(e->B, e->active, end, i64c(e, 0), "");
-    LLVMValueRef j = loop_open(e, &N->loops[N->n++], e->lane, end,
+    LLVMValueRef j = cg_loop_open(e, &N->loops[N->n++], e->lane, end,
                                i64c(e, e->lanes));
     for (int c = p->ncdims - 1; c >= p->ncouter; c--) {
       if (c == p->ncouter) {
@@ -129,13 +118,13 @@ static void nest_open(cg_emitter *e, nest *N) {
     return;
   }
   for (int c = p->ncouter; c < p->ncdims; c++)
-    e->idx[c] = loop_open(e, &N->loops[N->n++], i64c(e, 0),
+    e->idx[c] = cg_loop_open(e, &N->loops[N->n++], i64c(e, 0),
                           i64c(e, p->cdims[c].extent), i64c(e, 1));
 }
 
-static void nest_close(cg_emitter *e, nest *N) {
+void cg_nest_close(cg_emitter *e, cg_nest *N) {
   for (int k = N->n - 1; k >= 0; k--)
-    loop_close(e, &N->loops[k]);
+    cg_loop_close(e, &N->loops[k]);
   for (int c = e->p->ncouter; c < e->p->ncdims; c++)
     e->idx[c] = NULL;
   e->nmemo = N->memo_mark;
@@ -184,7 +173,6 @@ static LLVMValueRef const_global(cg_emitter *e, const raf_stmt *s) {
   return g;
 }
 
-static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m);
 
 /* Whether a result overwrites argument a (cg_options.inplace). */
 static bool overwritten(const cg_emitter *e, int a) {
@@ -203,7 +191,7 @@ static void load_aliased(cg_emitter *e) {
       continue;
     const raf_value *a = e->p->f->args[e->inplace[r]].value;
     cg_map m = e->p->out[r].map;
-    memo_put(e, a, m,
+    cg_memo_put(e, a, m,
              cg_load(e, e->bufs[a->index], leaf_offset(e, a->type, m),
                      a->type->dtype));
   }
@@ -212,7 +200,7 @@ static void load_aliased(cg_emitter *e) {
 static LLVMValueRef operand(cg_emitter *e, const raf_stmt *s, int i,
                             cg_map m) {
   const raf_value *u = s->operands[i].value;
-  return eval(e, u, cg_map_operand(u->type, s->results[0]->type, m));
+  return cg_eval(e, u, cg_map_operand(u->type, s->results[0]->type, m));
 }
 
 static int rowop_index(const cg_emitter *e, const raf_stmt *s) {
@@ -280,7 +268,7 @@ static LLVMValueRef row_full(cg_emitter *e, const raf_stmt *s, cg_map m) {
   }
 }
 
-static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
+LLVMValueRef cg_eval(cg_emitter *e, const raf_value *v, cg_map m) {
   LLVMValueRef r = memo_get(e, v, m);
   if (r || e->failed)
     return r ? r : LLVMGetUndef(cg_compute_type(e, v->type->dtype));
@@ -319,7 +307,7 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
       cg_map um;
       cg_split need;
       cg_map_reshape(e->p, u->type, v->type, m, &um, &need);
-      r = eval(e, u, um);
+      r = cg_eval(e, u, um);
       break;
     }
     case RAF_OP_CAST:
@@ -366,7 +354,7 @@ static LLVMValueRef eval(cg_emitter *e, const raf_value *v, cg_map m) {
       break;
     }
   }
-  memo_put(e, v, m, r);
+  cg_memo_put(e, v, m, r);
   return r;
 }
 
@@ -414,11 +402,11 @@ static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
   raf_dtype dt = x->type->dtype;
   LLVMTypeRef t = cg_compute_type(e, dt);
   LLVMValueRef a = alloca_init(e, LLVMConstReal(t, -1.0 / 0.0));
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  cg_nest N;
+  cg_nest_open(e, &N);
+  LLVMValueRef v = cg_eval(e, x, cg_map_identity(e->p, x->type));
   LLVMBuildStore(e->B, cg_max(e, dt, acc_load(e, a, t), v, false), a);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   return cg_lanes_combine(e, CG_MAX, dt, acc_load(e, a, t));
 }
 
@@ -428,19 +416,19 @@ static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
   raf_dtype w = cg_work_dtype(x->type->dtype);
   LLVMTypeRef t = acc_type(e, x->type->dtype);
   LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
+  cg_nest N;
+  cg_nest_open(e, &N);
+  LLVMValueRef v = cg_eval(e, x, cg_map_identity(e->p, x->type));
   LLVMValueRef ex =
       cg_math(e, "exp", w, LLVMBuildFSub(e->B, v, top, ""), NULL);
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, t),
                                        acc_cast(e, ex, t)), a);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   return acc_sum(e, a, t);
 }
 
 /* sum, mean, max, min: the accumulator's type and first value. */
-static LLVMValueRef reduce_init(cg_emitter *e, const raf_stmt *s,
+LLVMValueRef cg_reduce_init(cg_emitter *e, const raf_stmt *s,
                                 LLVMTypeRef *type) {
   raf_dtype dt = s->operands[0].value->type->dtype;
   bool fl = raf_dtype_is_float(dt);
@@ -461,7 +449,7 @@ static LLVMValueRef reduce_init(cg_emitter *e, const raf_stmt *s,
 /* The accumulator after element v. Float sums add in double, reassociated
  * (so that a row's loop vectorizes) unless e->strict_sums (a column tile's
  * rows, each in its own lane, add in ascending order). */
-static LLVMValueRef reduce_step(cg_emitter *e, const raf_stmt *s,
+LLVMValueRef cg_reduce_step(cg_emitter *e, const raf_stmt *s,
                                 LLVMValueRef acc, LLVMValueRef v) {
   raf_dtype dt = s->operands[0].value->type->dtype;
   bool fl = raf_dtype_is_float(dt);
@@ -476,7 +464,7 @@ static LLVMValueRef reduce_step(cg_emitter *e, const raf_stmt *s,
 }
 
 /* The row's result from its accumulator. */
-static LLVMValueRef reduce_finish(cg_emitter *e, const raf_stmt *s,
+LLVMValueRef cg_reduce_finish(cg_emitter *e, const raf_stmt *s,
                                   LLVMValueRef r) {
   raf_dtype dt = s->operands[0].value->type->dtype,
             rt = s->results[0]->type->dtype;
@@ -493,20 +481,20 @@ static LLVMValueRef reduce_finish(cg_emitter *e, const raf_stmt *s,
 static LLVMValueRef row_reduce(cg_emitter *e, const raf_stmt *s) {
   const raf_value *x = s->operands[0].value;
   LLVMTypeRef t;
-  LLVMValueRef a = alloca_init(e, reduce_init(e, s, &t));
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = eval(e, x, cg_map_identity(e->p, x->type));
-  LLVMBuildStore(e->B, reduce_step(e, s, acc_load(e, a, t), v), a);
-  nest_close(e, &N);
+  LLVMValueRef a = alloca_init(e, cg_reduce_init(e, s, &t));
+  cg_nest N;
+  cg_nest_open(e, &N);
+  LLVMValueRef v = cg_eval(e, x, cg_map_identity(e->p, x->type));
+  LLVMBuildStore(e->B, cg_reduce_step(e, s, acc_load(e, a, t), v), a);
+  cg_nest_close(e, &N);
   raf_dtype dt = x->type->dtype;
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   if (sum && raf_dtype_is_float(dt))
-    return reduce_finish(e, s, acc_sum(e, a, t));
+    return cg_reduce_finish(e, s, acc_sum(e, a, t));
   LLVMValueRef r =
       cg_lanes_combine(e, sum ? CG_ADD : s->op == RAF_OP_MIN ? CG_MIN : CG_MAX,
                        dt, acc_load(e, a, t));
-  return reduce_finish(e, s, r);
+  return cg_reduce_finish(e, s, r);
 }
 
 static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
@@ -516,22 +504,22 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   LLVMValueRef n = LLVMConstReal(e->f64, (double)e->p->cols);
   LLVMTypeRef t = acc_type(e, x->type->dtype);
   LLVMValueRef acc = alloca_init(e, LLVMConstReal(t, 0));
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = acc_cast(e, eval(e, x, id), t);
+  cg_nest N;
+  cg_nest_open(e, &N);
+  LLVMValueRef v = acc_cast(e, cg_eval(e, x, id), t);
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, t), v), acc);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_sum(e, acc, t), n, "");
   LLVMValueRef mean_t = acc_cast(e, mean, t);
   LLVMValueRef sq = alloca_init(e, LLVMConstReal(t, 0));
-  nest_open(e, &N);
+  cg_nest_open(e, &N);
   LLVMValueRef d =
-      LLVMBuildFSub(e->B, acc_cast(e, eval(e, x, id), t), mean_t, "");
+      LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t), mean_t, "");
   LLVMBuildStore(e->B,
                  cg_fadd_reassoc(e, acc_load(e, sq, t),
                                  LLVMBuildFMul(e->B, d, d, "")),
                  sq);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   /* rstd = 1 / sqrt(sq / n + eps), in double */
   LLVMValueRef var = LLVMBuildFAdd(
       e->B, LLVMBuildFDiv(e->B, acc_sum(e, sq, t), n, ""),
@@ -554,7 +542,7 @@ static LLVMValueRef row_cross_entropy(cg_emitter *e, const raf_stmt *s,
   cg_map rm;
   cg_map_row(p, lab->type, &rm);
   LLVMValueRef label =
-      cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);
+      cg_convert(e, cg_eval(e, lab, rm), lab->type->dtype, RAF_I64);
   int64_t classes = x->type->dims[x->type->rank - 1];
   LLVMValueRef ignored =
       LLVMBuildICmp(e->B, LLVMIntEQ, label,
@@ -568,7 +556,7 @@ static LLVMValueRef row_cross_entropy(cg_emitter *e, const raf_stmt *s,
   bool has_inner = p->ncdims > p->ncouter;
   if (has_inner)
     e->idx[p->ncdims - 1] = at;
-  LLVMValueRef xl = cg_to_f64(e, eval(e, x, cg_map_identity(p, x->type)));
+  LLVMValueRef xl = cg_to_f64(e, cg_eval(e, x, cg_map_identity(p, x->type)));
   if (has_inner)
     e->idx[p->ncdims - 1] = NULL;
   e->nmemo = mark;
@@ -587,16 +575,16 @@ static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
   cg_map id = cg_map_identity(e->p, x->type);
   LLVMTypeRef t = acc_type(e, x->type->dtype);
   LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
-  nest N;
-  nest_open(e, &N);
+  cg_nest N;
+  cg_nest_open(e, &N);
   LLVMValueRef d =
-      LLVMBuildFSub(e->B, eval(e, x, id),
-                    eval(e, y, cg_map_operand(y->type, x->type, id)), "");
+      LLVMBuildFSub(e->B, cg_eval(e, x, id),
+                    cg_eval(e, y, cg_map_operand(y->type, x->type, id)), "");
   LLVMValueRef sq = LLVMBuildFMul(e->B, d, d, "");
   LLVMBuildStore(e->B,
                  cg_fadd_reassoc(e, acc_load(e, a, t), acc_cast(e, sq, t)),
                  a);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   LLVMValueRef r = acc_sum(e, a, t);
   if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0)
     r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
@@ -622,15 +610,15 @@ static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
   cg_map id = cg_map_identity(e->p, dy->type);
   LLVMTypeRef t = acc_type(e, dy->type->dtype);
   LLVMValueRef a = alloca_init(e, LLVMConstReal(t, 0));
-  nest N;
-  nest_open(e, &N);
-  LLVMValueRef v = acc_cast(e, eval(e, dy, id), t);
+  cg_nest N;
+  cg_nest_open(e, &N);
+  LLVMValueRef v = acc_cast(e, cg_eval(e, dy, id), t);
   if (s->op == RAF_OP_SOFTMAX_GRAD)
     v = LLVMBuildFMul(
         e->B, v,
-        acc_cast(e, eval(e, y, cg_map_operand(y->type, dy->type, id)), t), "");
+        acc_cast(e, cg_eval(e, y, cg_map_operand(y->type, dy->type, id)), t), "");
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, a, t), v), a);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   return acc_sum(e, a, t);
 }
 
@@ -641,28 +629,28 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
                   *lab = s->operands[2].value;
   cg_map id = cg_map_identity(e->p, x->type);
   LLVMValueRef top = alloca_init(e, LLVMConstReal(e->f64, -1.0 / 0.0));
-  nest N;
-  nest_open(e, &N);
+  cg_nest N;
+  cg_nest_open(e, &N);
   LLVMBuildStore(e->B,
                  cg_max(e, RAF_F64, acc_load(e, top, e->f64),
-                        cg_to_f64(e, eval(e, x, id)), false),
+                        cg_to_f64(e, cg_eval(e, x, id)), false),
                  top);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   a->top = cg_lanes_combine(e, CG_MAX, RAF_F64, acc_load(e, top, e->f64));
   LLVMTypeRef t = acc_type(e, x->type->dtype);
   LLVMValueRef total = alloca_init(e, LLVMConstReal(t, 0));
-  nest_open(e, &N);
-  LLVMValueRef d = LLVMBuildFSub(e->B, acc_cast(e, eval(e, x, id), t),
+  cg_nest_open(e, &N);
+  LLVMValueRef d = LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t),
                                  acc_cast(e, a->top, t), "");
   LLVMBuildStore(e->B,
                  cg_fadd_reassoc(e, acc_load(e, total, t),
                                  cg_math(e, "exp", acc_dtype(e, t), d, NULL)),
                  total);
-  nest_close(e, &N);
+  cg_nest_close(e, &N);
   a->total = acc_sum(e, total, t);
   cg_map rm;
   cg_map_row(e->p, lab->type, &rm);
-  a->label = cg_convert(e, eval(e, lab, rm), lab->type->dtype, RAF_I64);
+  a->label = cg_convert(e, cg_eval(e, lab, rm), lab->type->dtype, RAF_I64);
   a->ignored = LLVMBuildICmp(
       e->B, LLVMIntEQ, a->label,
       i64c(e, raf_stmt_attr_int(s, "ignore_index")), "");
@@ -672,7 +660,7 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
     memset(&dm, -1, sizeof dm);
   else
     cg_map_row(e->p, dy->type, &dm);
-  a->scale = cg_to_f64(e, eval(e, dy, dm));
+  a->scale = cg_to_f64(e, cg_eval(e, dy, dm));
   if (strcmp(red, "mean") == 0)
     a->scale = LLVMBuildFDiv(e->B, a->scale, a->count, "");
 }
@@ -690,8 +678,8 @@ static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
     return LLVMConstReal(e->f64, (double)n);
   }
   LLVMValueRef n = alloca_init(e, LLVMConstReal(e->f64, 0));
-  loop L;
-  LLVMValueRef i = loop_open(e, &L, i64c(e, 0), i64c(e, lab->type->numel),
+  cg_loop L;
+  LLVMValueRef i = cg_loop_open(e, &L, i64c(e, 0), i64c(e, lab->type->numel),
                              i64c(e, 1));
   LLVMValueRef v = cg_convert(
       e, cg_load(e, e->bufs[lab->index], i, lab->type->dtype),
@@ -704,7 +692,7 @@ static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
                                                LLVMConstReal(e->f64, 0), ""),
                                ""),
                  n);
-  loop_close(e, &L);
+  cg_loop_close(e, &L);
   return acc_load(e, n, e->f64);
 }
 
@@ -782,15 +770,15 @@ static void row_phase(cg_emitter *e, int k) {
   }
   cg_map m;
   cg_map_row(e->p, res->type, &m);
-  memo_put(e, res, m, r);
+  cg_memo_put(e, res, m, r);
 }
 
 /* ---- The function --------------------------------------------------------- */
 
-static void store_output(cg_emitter *e, int i) {
+void cg_store_output(cg_emitter *e, int i) {
   const cg_output *o = &e->p->out[i];
   const raf_value *v = o->value;
-  LLVMValueRef val = eval(e, v, o->map);
+  LLVMValueRef val = cg_eval(e, v, o->map);
   cg_store(e, e->bufs[e->p->f->nargs + i], leaf_offset(e, v->type, o->map),
            v->type->dtype, val);
 }
@@ -798,7 +786,7 @@ static void store_output(cg_emitter *e, int i) {
 /* A partial result: stored where the indices along the dims it lacks are
  * 0 (it broadcasts along them, so every other point holds a copy). The
  * analysis never merges such a dim with one the result has. */
-static void store_part(cg_emitter *e, int i) {
+void cg_store_part(cg_emitter *e, int i) {
   const cg_plan *p = e->p;
   const cg_output *o = &p->out[i];
   int64_t coef[CG_MAX_FDIMS];
@@ -811,7 +799,7 @@ static void store_part(cg_emitter *e, int i) {
     cond = cond ? LLVMBuildAnd(e->B, cond, z, "") : z;
   }
   if (!cond) {
-    store_output(e, i);
+    cg_store_output(e, i);
     return;
   }
   LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->C, e->fn, "part");
@@ -819,164 +807,10 @@ static void store_part(cg_emitter *e, int i) {
   LLVMBuildCondBr(e->B, cond, then, next);
   LLVMPositionBuilderAtEnd(e->B, then);
   int mark = e->nmemo; /* what is computed here dominates nothing after */
-  store_output(e, i);
+  cg_store_output(e, i);
   e->nmemo = mark;
   LLVMBuildBr(e->B, next);
   LLVMPositionBuilderAtEnd(e->B, next);
-}
-
-/* ---- Column tiles (cg_plan_tile) ------------------------------------------ */
-
-/* Whether v's value depends on a row op's result: the statements of the
- * function in order, each marked when it is a row op or reads a marked
- * value. */
-static bool reads_rowop(const raf_func *f, const raf_value *v) {
-  const raf_value *stack[64], **marked = stack;
-  int n = 0, cap = 64;
-  bool found = false;
-  for (const raf_stmt *s = f->first; s && !found; s = s->next) {
-    bool mark = cg_is_rowop(s);
-    for (int i = 0; !mark && i < s->noperands; i++)
-      for (int j = 0; !mark && j < n; j++)
-        mark = marked[j] == s->operands[i].value;
-    if (!mark)
-      continue;
-    for (int r = 0; r < s->nresults; r++) {
-      found |= s->results[r] == v;
-      if (n == cap) {
-        const raf_value **m = malloc(sizeof *m * (size_t)cap * 2);
-        if (!m)
-          break; /* treated as read: the second pass stores it */
-        memcpy(m, marked, sizeof *m * (size_t)n);
-        if (marked != stack)
-          free(marked);
-        marked = m;
-        cap *= 2;
-      }
-      marked[n++] = s->results[r];
-    }
-  }
-  if (marked != stack)
-    free(marked);
-  return found;
-}
-
-/* An element of a [CG_TILE x t] array. */
-static LLVMValueRef lane_ptr(cg_emitter *e, LLVMValueRef arr, LLVMTypeRef t,
-                             LLVMValueRef lane) {
-  LLVMValueRef at[2] = {i64c(e, 0), lane};
-  return LLVMBuildInBoundsGEP2(e->B, LLVMArrayType2(t, CG_TILE), arr, at, 2,
-                               "");
-}
-
-/* Opens the loop over the tile's rows r0 + lane: leaves the builder in its
- * body with the outer index set. */
-static LLVMValueRef lane_open(cg_emitter *e, loop *L, LLVMValueRef r0) {
-  LLVMValueRef lane = loop_open(e, L, i64c(e, 0), i64c(e, CG_TILE),
-                                i64c(e, 1));
-  e->idx[0] = e->row = LLVMBuildNSWAdd(e->B, r0, lane, "");
-  return lane;
-}
-
-/* The row ops' results of lane `lane` from the accumulators, remembered
- * for the reads that follow. */
-static void lane_results(cg_emitter *e, LLVMValueRef *acc, LLVMTypeRef *t,
-                         LLVMValueRef lane) {
-  const cg_plan *p = e->p;
-  for (int k = 0; k < p->nrowops; k++) {
-    const raf_stmt *s = p->rowops[k];
-    LLVMValueRef a = LLVMBuildLoad2(e->B, t[k], lane_ptr(e, acc[k], t[k], lane),
-                                    "");
-    cg_map m;
-    cg_map_row(p, s->results[0]->type, &m);
-    memo_put(e, s->results[0], m, reduce_finish(e, s, a));
-  }
-}
-
-/* Rows [from, to), a whole number of tiles: for each tile, the reduced
- * dims' loops outside and the tile's rows inside, accumulating each row
- * in its lane and storing the full results that need no row op's result;
- * then the rows' results, and the full results that read them. */
-static void emit_tiles(cg_emitter *e, LLVMValueRef from, LLVMValueRef to) {
-  const cg_plan *p = e->p;
-  int n = p->nrowops;
-  LLVMValueRef acc[CG_MAX_BUFS];
-  LLVMTypeRef t[CG_MAX_BUFS];
-  bool later[CG_MAX_BUFS], any_later = false;
-  if (n > CG_MAX_BUFS || p->nout > CG_MAX_BUFS) {
-    cg_fail(e, "internal: too many row ops for a tile");
-    return;
-  }
-  for (int i = 0; i < p->nout; i++) {
-    cg_out_class c = p->out[i].cls;
-    later[i] = (c == CG_OUT_FULL || c == CG_OUT_PART) &&
-               reads_rowop(p->f, p->out[i].value);
-    any_later |= later[i];
-  }
-  LLVMValueRef init[CG_MAX_BUFS];
-  for (int k = 0; k < n; k++) {
-    init[k] = reduce_init(e, p->rowops[k], &t[k]);
-    acc[k] = LLVMBuildAlloca(e->A, LLVMArrayType2(t[k], CG_TILE), "tile");
-  }
-  loop tiles, L;
-  LLVMValueRef r0 = loop_open(e, &tiles, from, to, i64c(e, CG_TILE));
-  int mark = e->nmemo;
-  LLVMValueRef lane = lane_open(e, &L, r0);
-  for (int k = 0; k < n; k++)
-    LLVMBuildStore(e->B, init[k], lane_ptr(e, acc[k], t[k], lane));
-  loop_close(e, &L);
-  /* Pass 1: accumulate; store what reads no row op's result. */
-  nest N;
-  nest_open(e, &N);
-  lane = lane_open(e, &L, r0);
-  int inner = e->nmemo;
-  for (int k = 0; k < n; k++) {
-    const raf_stmt *s = p->rowops[k];
-    const raf_value *x = s->operands[0].value;
-    LLVMValueRef ptr = lane_ptr(e, acc[k], t[k], lane);
-    LLVMValueRef v = eval(e, x, cg_map_identity(p, x->type));
-    LLVMBuildStore(
-        e->B, reduce_step(e, s, LLVMBuildLoad2(e->B, t[k], ptr, ""), v), ptr);
-  }
-  for (int i = 0; i < p->nout; i++)
-    if (p->out[i].cls == CG_OUT_FULL && !later[i])
-      store_output(e, i);
-  for (int i = 0; i < p->nout; i++)
-    if (p->out[i].cls == CG_OUT_PART && !later[i])
-      store_part(e, i);
-  e->nmemo = inner;
-  loop_close(e, &L);
-  e->idx[0] = NULL;
-  nest_close(e, &N);
-  /* The rows' results. */
-  lane = lane_open(e, &L, r0);
-  lane_results(e, acc, t, lane);
-  for (int i = 0; i < p->nout; i++)
-    if (p->out[i].cls == CG_OUT_ROW)
-      store_output(e, i);
-  e->nmemo = mark;
-  loop_close(e, &L);
-  /* Pass 2: the full results that read them. */
-  if (any_later) {
-    nest_open(e, &N);
-    lane = lane_open(e, &L, r0);
-    inner = e->nmemo;
-    lane_results(e, acc, t, lane);
-    for (int i = 0; i < p->nout; i++)
-      if (p->out[i].cls == CG_OUT_FULL && later[i])
-        store_output(e, i);
-    for (int i = 0; i < p->nout; i++)
-      if (p->out[i].cls == CG_OUT_PART && later[i])
-        store_part(e, i);
-    e->nmemo = inner;
-    loop_close(e, &L);
-    e->idx[0] = NULL;
-    nest_close(e, &N);
-  }
-  e->nmemo = mark;
-  e->idx[0] = NULL;
-  e->row = NULL;
-  loop_close(e, &tiles);
 }
 
 /* The body over rows [from, to) stepping by step; `first` says whether
@@ -997,7 +831,7 @@ void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
     int mark = e->nmemo;
     for (int i = 0; i < p->nout; i++)
       if (p->out[i].cls == CG_OUT_UNIFORM)
-        store_output(e, i);
+        cg_store_output(e, i);
     e->nmemo = mark;
     LLVMBuildBr(e->B, next);
     LLVMPositionBuilderAtEnd(e->B, next);
@@ -1016,11 +850,11 @@ void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
         i64c(e, CG_TILE), "");
     LLVMValueRef mid = LLVMBuildNSWAdd(e->B, from, whole, "");
     e->strict_sums = true;
-    emit_tiles(e, from, mid);
+    cg_emit_tiles(e, from, mid);
     from = mid;
   }
-  loop rows;
-  LLVMValueRef r = loop_open(e, &rows, from, to, step);
+  cg_loop rows;
+  LLVMValueRef r = cg_loop_open(e, &rows, from, to, step);
   if (e->slot) { /* NVPTX: the slot's row, or the last one again */
     LLVMValueRef raw = LLVMBuildNSWAdd(e->B, r, e->slot, "");
     e->active = LLVMBuildICmp(e->B, LLVMIntSLT, raw, to, "");
@@ -1047,25 +881,25 @@ void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   LLVMBasicBlockRef next = guard_open(e, e->owner, &own);
   for (int i = 0; i < p->nout; i++)
     if (p->out[i].cls == CG_OUT_ROW)
-      store_output(e, i);
+      cg_store_output(e, i);
   guard_close(e, next, own);
   if (full) {
-    nest N;
-    nest_open(e, &N);
+    cg_nest N;
+    cg_nest_open(e, &N);
     load_aliased(e);
     for (int i = 0; i < p->nout; i++)
       if (p->out[i].cls == CG_OUT_FULL)
-        store_output(e, i);
+        cg_store_output(e, i);
     for (int i = 0; i < p->nout; i++)
       if (p->out[i].cls == CG_OUT_PART)
-        store_part(e, i);
-    nest_close(e, &N);
+        cg_store_part(e, i);
+    cg_nest_close(e, &N);
   }
   e->nmemo = mark;
   for (int c = 0; c < p->ncouter; c++)
     e->idx[c] = NULL;
   e->active = e->owner = NULL;
-  loop_close(e, &rows);
+  cg_loop_close(e, &rows);
 }
 
 /* The final step: every total added up in row order, in double (no
@@ -1079,9 +913,9 @@ void cg_emit_final(cg_emitter *e) {
       continue;
     LLVMValueRef sum = alloca_init(e, LLVMConstReal(e->f64, 0));
     LLVMValueRef cnt = alloca_init(e, LLVMConstReal(e->f64, 0));
-    loop L;
+    cg_loop L;
     bool lanes = e->lanes > 1; /* NVPTX: lane, lane + lanes, ... */
-    LLVMValueRef r = loop_open(e, &L, lanes ? e->lane : i64c(e, 0),
+    LLVMValueRef r = cg_loop_open(e, &L, lanes ? e->lane : i64c(e, 0),
                                i64c(e, p->rows), i64c(e, lanes ? e->lanes : 1));
     LLVMValueRef a = cg_load(e, e->bufs[scratch_base(e) + 2 * t], r, RAF_F64);
     LLVMValueRef c =
@@ -1090,7 +924,7 @@ void cg_emit_final(cg_emitter *e) {
                    sum);
     LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, cnt, e->f64), c, ""),
                    cnt);
-    loop_close(e, &L);
+    cg_loop_close(e, &L);
     LLVMValueRef v =
         cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, sum, e->f64));
     if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0) {
@@ -1105,7 +939,7 @@ void cg_emit_final(cg_emitter *e) {
     raf_dtype rt = s->results[0]->type->dtype;
     cg_map m;
     memset(&m, -1, sizeof m);
-    memo_put(e, s->results[0], m, cg_round(e, rt, cg_from_f64(e, v,
+    cg_memo_put(e, s->results[0], m, cg_round(e, rt, cg_from_f64(e, v,
                                                   cg_work_dtype(rt))));
     t++;
   }
@@ -1113,12 +947,12 @@ void cg_emit_final(cg_emitter *e) {
   LLVMBasicBlockRef next = guard_open(e, e->owner, &own);
   for (int i = 0; i < p->nout; i++)
     if (p->out[i].cls == CG_OUT_FINAL)
-      store_output(e, i);
+      cg_store_output(e, i);
   guard_close(e, next, own);
   e->nmemo = 0;
 }
 
-static void add_attr(cg_emitter *e, LLVMValueRef f, unsigned index,
+void cg_add_attr(cg_emitter *e, LLVMValueRef f, unsigned index,
                      const char *name) {
   unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
   LLVMAddAttributeAtIndex(f, index, LLVMCreateEnumAttribute(e->C, kind, 0));
@@ -1136,9 +970,9 @@ static LLVMValueRef make_fn(cg_emitter *e, const char *name, int nbufs,
   LLVMValueRef f = LLVMAddFunction(
       e->M, name,
       LLVMFunctionType(e->void_, params, (unsigned)(nbufs + tail), false));
-  add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
+  cg_add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
   for (int i = 0; i < nbufs; i++)
-    add_attr(e, f, (unsigned)i + 1, "noalias");
+    cg_add_attr(e, f, (unsigned)i + 1, "noalias");
   return f;
 }
 
@@ -1152,33 +986,6 @@ static void start_fn(cg_emitter *e, LLVMValueRef f) {
   LLVMPositionBuilderAtEnd(e->B, start);
 }
 
-/* A host entry point `void name(void *const *bufs[, i64, i64])` that loads
- * the buffers from the array and calls body (which the optimizer inlines,
- * keeping the parameters' noalias as scopes). */
-static LLVMValueRef host_entry(cg_emitter *e, const char *name,
-                               LLVMValueRef body, int nbufs, int tail) {
-  LLVMTypeRef params[3] = {e->ptr, e->i64, e->i64};
-  LLVMValueRef f = LLVMAddFunction(
-      e->M, name,
-      LLVMFunctionType(e->void_, params, (unsigned)tail + 1, false));
-  add_attr(e, f, LLVMAttributeFunctionIndex, "nounwind");
-  LLVMPositionBuilderAtEnd(e->B,
-                           LLVMAppendBasicBlockInContext(e->C, f, "entry"));
-  LLVMValueRef args[CG_MAX_BUFS + 2];
-  for (int i = 0; i < nbufs; i++) {
-    LLVMValueRef at = LLVMBuildInBoundsGEP2(e->B, e->ptr, LLVMGetParam(f, 0),
-                                            (LLVMValueRef[]){i64c(e, i)}, 1,
-                                            "");
-    args[i] = LLVMBuildLoad2(e->B, e->ptr, at, "");
-  }
-  for (int i = 0; i < tail; i++)
-    args[nbufs + i] = LLVMGetParam(f, (unsigned)i + 1);
-  LLVMBuildCall2(e->B, LLVMGlobalGetValueType(body), body, args,
-                 (unsigned)(nbufs + tail), "");
-  LLVMBuildRetVoid(e->B);
-  return f;
-}
-
 /* The function that holds a body: on the host an internal, always inlined
  * one with noalias buffers and `tail` i64 parameters; on NVPTX the kernel
  * itself. Leaves e->bufs pointing at its parameters. */
@@ -1190,7 +997,7 @@ LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs,
   LLVMValueRef f = make_fn(e, body_name, nbufs, tail);
   if (host) {
     LLVMSetLinkage(f, LLVMInternalLinkage);
-    add_attr(e, f, LLVMAttributeFunctionIndex, "alwaysinline");
+    cg_add_attr(e, f, LLVMAttributeFunctionIndex, "alwaysinline");
   } else {
     LLVMSetFunctionCallConv(f, 71); /* PTX_Kernel */
   }
@@ -1262,18 +1069,7 @@ LLVMValueRef cg_lower(const cg_plan *p, LLVMModuleRef M, const cg_options *o,
   if (!e.bufs || !e.aux || !e.consts || !e.const_globals) {
     cg_fail(&e, "out of memory");
   } else if (o->target == CG_HOST) {
-    LLVMValueRef body = cg_body_fn(&e, name, nbufs, 2);
-    LLVMValueRef begin = LLVMGetParam(body, (unsigned)nbufs);
-    cg_emit_body(&e, LLVMBuildICmp(e.B, LLVMIntEQ, begin, i64c(&e, 0), ""),
-              begin, LLVMGetParam(body, (unsigned)nbufs + 1), i64c(&e, 1));
-    LLVMBuildRetVoid(e.B);
-    kernel = host_entry(&e, name, body, nbufs, 2);
-    if (p->ntotals) {
-      body = cg_body_fn(&e, final_name, nbufs, 0);
-      cg_emit_final(&e);
-      LLVMBuildRetVoid(e.B);
-      host_entry(&e, final_name, body, nbufs, 0);
-    }
+    kernel = cg_lower_host(&e, name, final_name, nbufs);
   } else {
     kernel = cg_lower_nvptx(&e, name, final_name, nbufs);
   }

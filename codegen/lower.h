@@ -150,6 +150,15 @@ LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
 /* x + y with reassociation allowed (accumulations the vectorizer splits). */
 LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y);
 
+/* ---- lower_host.c --------------------------------------------------------- */
+
+/* The host kernels of e->p (cg_lower's host half): the entry point, and
+ * final_name with totals. */
+LLVMValueRef cg_lower_host(cg_emitter *e, const char *name,
+                           const char *final_name, int nbufs);
+/* Rows [from, to), a whole number of column tiles (cg_plan_tile). */
+void cg_emit_tiles(cg_emitter *e, LLVMValueRef from, LLVMValueRef to);
+
 /* ---- lower_nvptx.c -------------------------------------------------------- */
 
 typedef enum cg_combine { CG_ADD, CG_MAX, CG_MIN } cg_combine;
@@ -164,9 +173,50 @@ LLVMValueRef cg_lanes_combine(cg_emitter *e, cg_combine op, raf_dtype dt,
 LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
                             const char *final_name, int nbufs);
 
-/* ---- lower.c -------------------------------------------------------------- */
+/* ---- lower.c: what the schedules share ---------------------------------- */
 
 LLVMValueRef cg_i64(cg_emitter *e, int64_t v);
+void cg_add_attr(cg_emitter *e, LLVMValueRef f, unsigned index,
+                 const char *name);
+
+/* for (iv = from; iv < to; iv += step): open leaves the builder in the
+ * body and returns iv; close ends the loop. */
+typedef struct cg_loop {
+  LLVMBasicBlockRef header, exit;
+  LLVMValueRef iv, step;
+} cg_loop;
+LLVMValueRef cg_loop_open(cg_emitter *e, cg_loop *L, LLVMValueRef from,
+                          LLVMValueRef to, LLVMValueRef step);
+void cg_loop_close(cg_emitter *e, cg_loop *L);
+
+/* The inner dims' loops (on NVPTX, the lane's elements of the row): open
+ * sets their indices, close clears them and drops what was remembered
+ * inside. */
+typedef struct cg_nest {
+  cg_loop loops[CG_MAX_FDIMS];
+  int n, memo_mark;
+} cg_nest;
+void cg_nest_open(cg_emitter *e, cg_nest *N);
+void cg_nest_close(cg_emitter *e, cg_nest *N);
+
+/* Point evaluation: v under map m at the current point (e->idx),
+ * remembered per (value, map) in the current scope. */
+LLVMValueRef cg_eval(cg_emitter *e, const raf_value *v, cg_map m);
+void cg_memo_put(cg_emitter *e, const raf_value *v, cg_map m,
+                 LLVMValueRef val);
+/* Stores result i at the current point (a partial result only where it
+ * does not broadcast). */
+void cg_store_output(cg_emitter *e, int i);
+void cg_store_part(cg_emitter *e, int i);
+/* sum, mean, max, min: the accumulator's type and first value, a step, and
+ * the row's result from the accumulator. */
+LLVMValueRef cg_reduce_init(cg_emitter *e, const raf_stmt *s,
+                            LLVMTypeRef *type);
+LLVMValueRef cg_reduce_step(cg_emitter *e, const raf_stmt *s,
+                            LLVMValueRef acc, LLVMValueRef v);
+LLVMValueRef cg_reduce_finish(cg_emitter *e, const raf_stmt *s,
+                              LLVMValueRef r);
+
 /* Starts function `name` of nbufs noalias pointers and `tail` i64
  * parameters (on NVPTX a kernel), e->bufs its buffers (see cg_lower). */
 LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
