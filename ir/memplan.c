@@ -191,7 +191,11 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
     for (int i = 0; i < s->noperands; i++)
       for (int j = 0; j < n && !reads_a; j++)
         reads_a = s->operands[i].value == from_a[j];
-    ok = (s->op == RAF_OP_CONSTANT || elementwise_op(s->op)) &&
+    /* A cast reads element i and writes element i too: its inplace
+     * column is SEPARATE only because it never keeps its operand's type
+     * (amp's update widens its bf16 gradient in the kernel). */
+    ok = (s->op == RAF_OP_CONSTANT || s->op == RAF_OP_CAST ||
+          elementwise_op(s->op)) &&
          broadcasts_to(v->type, t) && (!reads_a || same_shape(v->type, t));
     if (ok && reads_a) {
       if (n == cap) {
