@@ -6,10 +6,14 @@
 #     (arguments and THREADS, ROUNDS as bench/train_step.sh's)
 #
 # Prints the CPU's bf16 features (lscpu: avx512_bf16, amx_bf16), then per
-# size the static memory of @gpt2_train_step from raf-opt --stats (the
-# planned peak, the arguments: params, states and batch, and the arena: the
-# activations and temporaries) for f32 and amp, with the arena ratio (the
-# target: amp's activation memory at most 0.6x f32's), then
+# size the static memory of @gpt2_train_step from raf-opt --stats for f32
+# and amp: what it saves for backward (the activation memory: the values
+# the forward makes and the backward reads, PyTorch's saved tensors), the
+# planned peak, the arguments (params, states and batch) and the arena
+# (everything else the step holds: the saved activations, the gradients,
+# the backward's and the update's temporaries), with the ratio of the
+# saved bytes (the target: amp's activation memory at most 0.6x f32's);
+# then
 # bench/train_step.sh's table for VARIANTS="planned amp torch torch-amp":
 # step time, peak RSS and their ratios to PyTorch eager f32. The targets on
 # a CPU with avx512_bf16 or amx_bf16: the amp step at least 1.3x faster than
@@ -35,7 +39,8 @@ for size in $sizes; do
   for v in f32 amp; do
     a=""; [ $v = amp ] && a="amp,"
     "$build/raf-opt" --stats -p "autodiff,${a}optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory" \
-      "$tmp/gpt2.raf" -o /dev/null 2>&1 | grep "memory @gpt2_train_step" \
+      "$tmp/gpt2.raf" -o /dev/null 2>&1 \
+      | grep -e "memory @gpt2_train_step" -e "saved for backward @gpt2_train_step" \
       > "$tmp/$v.stats"
   done
   /usr/bin/python3 - "$tmp" "$size" <<'PY'
@@ -43,16 +48,19 @@ import re, sys
 d, size = sys.argv[1], sys.argv[2]
 def read(v):
     t = open(f"{d}/{v}.stats").read()
-    peak, args, arena = (int(re.search(p + r" (\d+)", t).group(1))
-                         for p in ("planned peak", "arguments", "arena"))
-    return peak, args, arena
+    return [int(re.search(p + r" (\d+)", t).group(1))
+            for p in ("saved for backward @gpt2_train_step:", "planned peak",
+                      "arguments", "arena")]
 f, a = read("f32"), read("amp")
 print(f"[{size}] static memory of @gpt2_train_step (raf-opt --stats), MB:")
-for name, (peak, args, arena) in (("raf f32", f), ("raf amp bf16", a)):
-    print(f"  {name:<14} peak {peak / 1e6:8.1f}  arguments {args / 1e6:8.1f}"
-          f"  arena (activations) {arena / 1e6:8.1f}")
-print(f"target: [{size}] amp activation memory <= 0.6x f32's: "
-      f"{a[2] / f[2]:.2f}x ({a[2] / 1e6:.1f} vs {f[2] / 1e6:.1f} MB)")
+for name, (saved, peak, args, arena) in (("raf f32", f), ("raf amp bf16", a)):
+    print(f"  {name:<14} saved for backward {saved / 1e6:8.1f}  peak "
+          f"{peak / 1e6:8.1f}  arguments {args / 1e6:8.1f}  arena "
+          f"{arena / 1e6:8.1f}")
+print(f"  amp / f32: saved for backward {a[0] / f[0]:.2f}x, arena "
+      f"{a[3] / f[3]:.2f}x, peak {a[1] / f[1]:.2f}x")
+print(f"target: [{size}] amp activation memory (saved for backward) <= 0.6x "
+      f"f32's: {a[0] / f[0]:.2f}x ({a[0] / 1e6:.1f} vs {f[0] / 1e6:.1f} MB)")
 PY
 done
 VARIANTS=${VARIANTS:-planned amp torch torch-amp} \

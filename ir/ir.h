@@ -238,6 +238,19 @@ const raf_arg *raf_result_updates(const raf_func *f, int i);
  * forward model in training mode updates only {state}: batch_norm's
  * running statistics.) */
 bool raf_func_updates_params(const raf_func *f);
+/* The forward of f, where f has a loss: a {param} argument and a first
+ * result that is a scalar float made by a statement of f (a loss, its
+ * gradient function @f_grad, a training step). The forward is the
+ * statement that makes the returned loss and, transitively, those that make
+ * its operands; every other statement but the return is the backward
+ * (autodiff's seed and gradient rules, an optimizer's update). The order
+ * of the statements does not matter (a sharded step's loss, averaged over
+ * the ranks after the backward, has the same forward). Sets *fwd to an
+ * array with one flag per statement before the return, in order (true:
+ * forward), and *n to their number, renumbering f's statements; *fwd is
+ * NULL when f has no loss. The caller frees *fwd. RAF_ERROR only when out
+ * of memory. */
+raf_status raf_func_forward(raf_func *f, bool **fwd, int *n);
 /* Whether s is one of the '|'-separated choices of an enumerated string
  * attribute ("mean|sum|none"). */
 bool raf_choices_include(const char *choices, const char *s);

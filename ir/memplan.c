@@ -191,7 +191,11 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
     for (int i = 0; i < s->noperands; i++)
       for (int j = 0; j < n && !reads_a; j++)
         reads_a = s->operands[i].value == from_a[j];
-    ok = (s->op == RAF_OP_CONSTANT || elementwise_op(s->op)) &&
+    /* A cast reads element i and writes element i too: its inplace
+     * column is SEPARATE only because it never keeps its operand's type
+     * (amp's update widens its bf16 gradient in the kernel). */
+    ok = (s->op == RAF_OP_CONSTANT || s->op == RAF_OP_CAST ||
+          elementwise_op(s->op)) &&
          broadcasts_to(v->type, t) && (!reads_a || same_shape(v->type, t));
     if (ok && reads_a) {
       if (n == cap) {
@@ -558,8 +562,55 @@ static bool interpreted(const raf_mem_plan *p, int k, bool was_dispatched) {
   return true;
 }
 
+/* The values f's forward makes (raf_func_forward) that a statement of its
+ * backward reads: what is kept from the loss to the gradients, PyTorch's
+ * saved tensors. A value read only by the return is not saved. f has a
+ * backward of its own when it has a loss, a statement besides the forward
+ * and the return, and no call in its forward of a function that is not
+ * {fused} (a step that calls @f_grad has its backward in the callee, which
+ * has the figure); else out->saved is -1. */
+static raf_status saved_for_backward(raf_func *f, raf_memory_stats *out) {
+  out->saved = -1;
+  bool *fwd;
+  int n;
+  if (raf_func_forward(f, &fwd, &n) != RAF_OK)
+    return RAF_ERROR;
+  if (!fwd)
+    return RAF_OK;
+  int64_t base = f->first->order;
+  bool backward = false, own = true;
+  for (raf_stmt *s = f->first; s->op != RAF_OP_RETURN; s = s->next) {
+    bool in_fwd = fwd[s->order - base];
+    backward |= !in_fwd;
+    if (in_fwd && s->op == RAF_OP_CALL &&
+        !raf_attrs_find(&s->callee->attrs, "fused"))
+      own = false;
+  }
+  if (backward && own) {
+    out->saved = 0;
+    for (raf_stmt *s = f->first; s->op != RAF_OP_RETURN; s = s->next) {
+      if (!fwd[s->order - base])
+        continue;
+      for (int r = 0; r < s->nresults; r++) {
+        const raf_use *u = s->results[r]->uses;
+        while (u && (u->user->op == RAF_OP_RETURN ||
+                     fwd[u->user->order - base]))
+          u = u->next;
+        if (u) {
+          out->saved += raf_mem_bytes(s->results[r]->type);
+          out->nsaved++;
+        }
+      }
+    }
+  }
+  free(fwd);
+  return RAF_OK;
+}
+
 raf_status raf_mem_stats_of(raf_func *f, raf_memory_stats *out) {
   memset(out, 0, sizeof *out);
+  if (saved_for_backward(f, out) != RAF_OK)
+    return RAF_ERROR;
   raf_mem_plan p;
   if (raf_mem_read(NULL, f, &p) != RAF_OK) {
     raf_mem_free(&p);

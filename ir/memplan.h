@@ -105,8 +105,8 @@ bool raf_mem_op_inplace(const raf_stmt *s, int operand);
 bool raf_mem_call_inplace(const raf_func *callee, int arg, int result);
 /* Whether a kernel compiled from callee (the llvm dialect) may write result
  * `result` over argument `arg`: raf_mem_call_inplace holds, and callee is
- * elementwise through and through: every statement a constant or an
- * elementwise op (raf_mem_op_inplace's), every argument and value of a
+ * elementwise through and through: every statement a constant, a cast or
+ * an elementwise op (raf_mem_op_inplace's), every argument and value of a
  * shape that broadcasts to the argument's (so that is the kernel's
  * iteration space), and every value computed from the argument of its
  * shape. Each point of such a kernel then reads the argument and writes

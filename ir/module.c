@@ -203,6 +203,42 @@ bool raf_func_updates_params(const raf_func *f) {
   return false;
 }
 
+raf_status raf_func_forward(raf_func *f, bool **fwd, int *n) {
+  *fwd = NULL;
+  *n = 0;
+  raf_stmt *ret = raf_func_return(f);
+  bool params = false;
+  for (int a = 0; a < f->nargs; a++)
+    params |= raf_arg_flag(&f->args[a], "param");
+  if (!ret || !params || ret->noperands == 0 || f->nresults == 0)
+    return RAF_OK;
+  const raf_value *loss = ret->operands[0].value;
+  if (!loss->def || loss->type->rank != 0 ||
+      !raf_dtype_is_float(loss->type->dtype))
+    return RAF_OK;
+  raf_func_number(f);
+  for (raf_stmt *s = f->first; s != ret; s = s->next)
+    (*n)++;
+  bool *mark = calloc((size_t)*n + 1, sizeof *mark);
+  if (!mark)
+    return RAF_ERROR;
+  int64_t base = f->first->order;
+  mark[loss->def->order - base] = true;
+  /* Statements come before their readers: one walk back from the return
+   * reaches everything the loss is made from. */
+  for (raf_stmt *s = ret->prev; s; s = s->prev) {
+    if (!mark[s->order - base])
+      continue;
+    for (int i = 0; i < s->noperands; i++) {
+      const raf_stmt *d = s->operands[i].value->def;
+      if (d)
+        mark[d->order - base] = true;
+    }
+  }
+  *fwd = mark;
+  return RAF_OK;
+}
+
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b) {
   switch (k) {

@@ -22,7 +22,15 @@
  * then the statement's result types are inferred again; later statements
  * see the new types. Casts: each value is cast to a type at most once per
  * function, just before its first use in that type, so that one cast of a
- * weight serves the forward and the backward matmul. A cast that would
+ * computed value serves the forward and the backward. The exception is
+ * what the forward's cast would keep alive until the backward for nothing
+ * (cast_again): in a function with a loss (raf_func_forward: @f_grad), the
+ * backward casts arguments again (a weight's bf16 cast, next to the
+ * backward matmul that reads it) and widens forward values again (the f32
+ * logits of cross_entropy_grad), from what it keeps anyway; such casts are
+ * marked {remat}, so that neither cse nor fuse moves them back into the
+ * forward. The saved-for-backward memory (raf-opt --stats) is then the
+ * forward's bf16 values, not their copies. A cast that would
  * undo a widening cast reads the widened value instead (no cast of a cast
  * is made), a splat constant is rewritten in the new type rather than cast,
  * and a `cast` whose operand the pass gave its target type goes. Signatures
@@ -72,6 +80,9 @@ typedef struct amp {
   raf_func *f;      /* the function being rewritten */
   raf_dtype low;    /* RAF_BF16 or RAF_F16 */
   raf_ptrmap casts[RAF_DTYPE_COUNT]; /* per target type: value -> its cast */
+  raf_ptrmap again[RAF_DTYPE_COUNT]; /* the same, made again in the
+                                      * backward (cast_again) */
+  raf_ptrmap backward; /* the statements of f's backward pass */
   raf_ptrmap retyped; /* values whose type the pass changed */
   raf_value **unused; /* values that lost a use to a cast: maybe dead */
   size_t nunused, capunused;
@@ -109,12 +120,46 @@ static bool one_value_constant(const raf_stmt *s) {
          (s->cdata->splat || s->cdata->count == 1);
 }
 
+/* Whether the cast of v to dt that `user` needs is made in the backward
+ * pass, for the backward's uses only, rather than shared with the forward,
+ * which would then keep it until the backward: user is a statement of the
+ * backward, and either v is an argument (or a reshape, transpose, slice or
+ * broadcast of one), which lives through the call anyway, so the backward
+ * casts it again rather than keep a second copy (a weight's bf16 cast); or
+ * the cast widens v, a value of the forward, so the backward keeps narrow
+ * v rather than its wide cast (bf16 logits, not their f32 cast for
+ * cross_entropy_grad). The cast is elementwise and exact: the same bits. */
+static bool cast_again(const amp *A, const raf_value *v, raf_dtype dt,
+                       const raf_stmt *user) {
+  if (!raf_ptrmap_get(&A->backward, user) || one_value_constant(v->def))
+    return false;
+  if (width(v->type->dtype) > 0 && width(dt) > width(v->type->dtype))
+    return !v->def || !raf_ptrmap_get(&A->backward, v->def);
+  while (v->def && (relayout(v->def->op) || v->def->op == RAF_OP_SLICE ||
+                    v->def->op == RAF_OP_BROADCAST_TO))
+    v = v->def->operands[0].value;
+  return v->def == NULL;
+}
+
+/* Marks c's statement {remat}: made in the backward from what lives
+ * anyway, it must stay there: cse merges no such statement with the
+ * forward's cast, and fuse groups it with no statement of the forward. */
+static void mark_remat(amp *A, raf_value *c) {
+  raf_attr a = raf_attr_bool("remat", true);
+  if (c->def && raf_stmt_set_attr(A->m, c->def, &a) != RAF_OK)
+    A->st = RAF_ERROR;
+}
+
 /* v as dt, for a use in statement `user` (before which a cast goes). */
 static raf_value *cast_value(amp *A, raf_value *v, raf_dtype dt,
                              raf_stmt *user) {
   if (!v || v->type->dtype == dt)
     return v;
-  raf_value *c = raf_ptrmap_get(&A->casts[dt], v);
+  /* The backward reuses the forward's casts but those of cast_again,
+   * which it makes once more, for its own uses. */
+  bool again = cast_again(A, v, dt, user);
+  raf_ptrmap *casts = again ? &A->again[dt] : &A->casts[dt];
+  raf_value *c = raf_ptrmap_get(casts, v);
   if (c)
     return c;
   const raf_stmt *d = v->def;
@@ -142,10 +187,12 @@ static raf_value *cast_value(amp *A, raf_value *v, raf_dtype dt,
     raf_attr a = {.name = "dtype", .kind = RAF_ATTR_DTYPE, .val.u.dt = dt};
     c = raf_emit(&e, RAF_OP_CAST, 1, &v, &a, 1);
   }
-  if (!c || !raf_ptrmap_put(&A->casts[dt], v, c)) {
+  if (!c || !raf_ptrmap_put(casts, v, c)) {
     A->st = RAF_ERROR;
     return v;
   }
+  if (again)
+    mark_remat(A, c);
   char hint[256];
   snprintf(hint, sizeof hint, "%s.%s", v->name ? v->name : "",
            raf_dtype_name(dt));
@@ -331,15 +378,37 @@ static void rewrite(amp *A, raf_stmt *s) {
     retype(A, s);
 }
 
+/* Notes the statements of f's backward pass (raf_func_forward): where the
+ * function has a loss, those that the loss is not computed from. */
+static raf_status find_backward(amp *A, raf_func *f) {
+  bool *fwd;
+  int n;
+  if (raf_func_forward(f, &fwd, &n) != RAF_OK)
+    return RAF_ERROR;
+  int k = 0;
+  for (raf_stmt *s = f->first; fwd && k < n; s = s->next, k++)
+    if (!fwd[k] && !raf_ptrmap_put(&A->backward, s, s)) {
+      free(fwd);
+      return RAF_ERROR;
+    }
+  free(fwd);
+  return RAF_OK;
+}
+
 static raf_status rewrite_func(amp *A, raf_func *f) {
   A->f = f;
+  if (find_backward(A, f) != RAF_OK)
+    A->st = RAF_ERROR;
   for (raf_stmt *s = f->first, *next; s; s = next) {
     next = s->next;
     rewrite(A, s);
   }
   erase_unused(A);
-  for (int i = 0; i < RAF_DTYPE_COUNT; i++)
+  for (int i = 0; i < RAF_DTYPE_COUNT; i++) {
     raf_ptrmap_free(&A->casts[i]);
+    raf_ptrmap_free(&A->again[i]);
+  }
+  raf_ptrmap_free(&A->backward);
   return A->st;
 }
 

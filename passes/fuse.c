@@ -101,6 +101,13 @@
  * before that statement, with what it needs. Statements keep their order
  * otherwise (a stable topological sort of the contracted graph).
  *
+ * The forward and {remat}. A statement marked {remat} (a cast that amp
+ * makes again in the backward rather than keep it from the forward, a
+ * value the remat pass computes again) is not grouped with a statement of
+ * the forward, the statements the function's loss is computed from
+ * (raf_func_forward): the group would compute it in the forward and keep
+ * it, which is what it was made to avoid.
+ *
  * Patterns (option patterns=NAME,..., default none): dialect-specific
  * groups from the table of passes/fuse_patterns.c (see passes/fuse.h),
  * claimed before the walk and sealed against it. An unknown name is an
@@ -146,6 +153,8 @@ typedef struct node {
   int head, tail, size, anchor, rank;
   int64_t dom_in, dom_out; /* D, D for loop groups; I, O with an anchor */
   bool sealed;
+  bool remat;   /* it has a {remat} member */
+  bool forward; /* it has a member of the forward (raf_func_forward) */
 } node;
 
 typedef struct group {
@@ -377,6 +386,8 @@ static int join(fuser *F, int a, int b) {
     nd[r].dom_out = nd[o].dom_out;
   }
   nd[r].sealed = nd[r].sealed || nd[o].sealed;
+  nd[r].remat = nd[r].remat || nd[o].remat;
+  nd[r].forward = nd[r].forward || nd[o].forward;
   return r;
 }
 
@@ -511,6 +522,10 @@ static bool try_merge(fuser *F, int a, int b) {
   node *nd = F->nd;
   if (nd[a].sealed || nd[b].sealed ||
       nd[a].size + nd[b].size > F->max_size)
+    return false;
+  /* A {remat} statement computes its value in the backward so that the
+   * forward need not keep it: a forward group would compute it early. */
+  if ((nd[a].remat || nd[b].remat) && (nd[a].forward || nd[b].forward))
     return false;
   int G = -1, X = -1; /* the group with the anchor, the loop group */
   if (nd[a].anchor >= 0 && nd[b].anchor >= 0)
@@ -826,11 +841,14 @@ static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
 
 /* ---- One function -------------------------------------------------------- */
 
-static void init_nodes(fuser *F) {
+/* fwd: the forward's flags of raf_func_forward (nfwd of them), or NULL. */
+static void init_nodes(fuser *F, const bool *fwd, int nfwd) {
   int k = 0;
   for (raf_stmt *s = F->f->first; s; s = s->next, k++) {
     node *x = &F->nd[k];
     x->s = s;
+    x->remat = raf_attrs_find(&s->attrs, "remat") != NULL;
+    x->forward = fwd && k < nfwd && fwd[k];
     x->numel = s->nresults ? s->results[0]->type->numel : 0;
     x->parent = x->head = x->tail = x->rank = k;
     x->next = -1;
@@ -942,6 +960,12 @@ static void fuse_func(fuser *F, raf_func *f) {
     n++;
   if (n < 3) /* two statements and the return, at least */
     return;
+  bool *fwd = NULL;
+  int nfwd = 0;
+  if (raf_func_forward(f, &fwd, &nfwd) != RAF_OK) {
+    oom(F);
+    return;
+  }
   raf_func_number(f);
   F->f = f;
   F->n = n;
@@ -963,7 +987,7 @@ static void fuse_func(fuser *F, raf_func *f) {
     oom(F);
     goto done;
   }
-  init_nodes(F);
+  init_nodes(F, fwd, nfwd);
   run_patterns(F);
   grow_groups(F);
   ng = number_groups(F, gid, mem, &G);
@@ -1007,6 +1031,7 @@ static void fuse_func(fuser *F, raf_func *f) {
     if (F->nd[k].copied && !raf_value_has_uses(F->nd[k].s->results[0]))
       raf_stmt_erase(F->nd[k].s);
 done:
+  free(fwd);
   free(F->nd);
   free(F->tmp);
   free(F->fwd);

@@ -60,7 +60,8 @@ static void usage(FILE *f) {
           "  --mcpu=CPU                      the CPU of --emit=llvm (the host)\n"
           "  --codegen-opt=0|3               O3 on the kernels, or none (3)\n"
           "  --stats                         print the statement count and each\n"
-          "                                  function's tensor memory\n"
+          "                                  function's tensor memory, what it\n"
+          "                                  saves for backward and its cost\n"
           "  --help, --version\n");
 }
 
@@ -254,8 +255,8 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
   return -1;
 }
 
-/* --stats: the statement count, then each function's tensor memory
- * (docs/Memory.md). */
+/* --stats: the statement count, then each function's tensor memory and
+ * what it saves for backward (docs/Memory.md), and its cost. */
 static void print_stats(raf_module *m) {
   fprintf(stderr, "raf-opt: %zu statements\n", raf_module_stmt_count(m));
   size_t n = raf_module_memory_stats(m, NULL, 0);
@@ -278,6 +279,10 @@ static void print_stats(raf_module *m) {
             "unplanned %lld bytes (a buffer per value), %lld at most live "
             "(freed after last use)\n",
             (long long)st[i].unplanned, (long long)st[i].live);
+    if (st[i].saved >= 0)
+      fprintf(stderr,
+              "raf-opt: saved for backward @%s: %lld bytes (%d values)\n",
+              st[i].func, (long long)st[i].saved, st[i].nsaved);
     fprintf(stderr, "raf-opt: cost @%s: %.6g FLOPs, %.6g bytes moved\n",
             st[i].func, st[i].flops, st[i].moved);
   }

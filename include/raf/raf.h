@@ -126,6 +126,10 @@ typedef struct raf_memory_stats {
                       * in a buffer of its own */
   int64_t live;     /* the most live at once when each value has a buffer
                      * freed after its last use (the unplanned executor) */
+  int64_t saved;    /* saved for backward: the bytes of the values its
+                     * forward makes and its backward reads (docs/Memory.md);
+                     * -1 when it has no backward of its own */
+  int nsaved;       /* and their number */
   double flops;     /* the cost model's floating-point operations of one
                      * call (ir/cost.h; calls count their callees') */
   double moved;     /* and the bytes its statements read and write */
