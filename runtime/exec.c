@@ -74,15 +74,25 @@ void raf_kernel_parallel(const raf_kernel *k, int64_t n, int64_t grain,
  * (a kernel's vectorised math can differ from libm in the last ulp), the
  * error names the call. */
 
-/* The first NaN or Inf among t's elements, or -1. */
-static int64_t first_non_finite(const raf_tensor *t) {
+/* The first NaN or Inf among t's elements into *at (-1 for none), and its
+ * value into *v, read where the host can (staged from the device). */
+static raf_status first_non_finite(raf_exec *ex, const raf_tensor *t,
+                                   int64_t *at, double *v) {
   raf_dtype dt = t->type->dtype;
+  *at = -1;
   if (!raf_dtype_is_float(dt))
-    return -1;
+    return RAF_OK;
+  void *staged;
+  const void *data = raf_exec_host_data(ex, t, &staged);
+  if (!data)
+    return RAF_ERROR;
   for (int64_t i = 0; i < t->type->numel; i++)
-    if (!isfinite(raf_elem_get_f64(dt, t->data, i)))
-      return i;
-  return -1;
+    if (!isfinite(*v = raf_elem_get_f64(dt, data, i))) {
+      *at = i;
+      break;
+    }
+  free(staged);
+  return RAF_OK;
 }
 
 /* Whether a step is a call its dialect runs as one kernel. */
@@ -90,10 +100,11 @@ static bool runs_as_kernel(const step *st) {
   return st->stmt->op == RAF_OP_CALL && st->kernel && st->callee;
 }
 
-/* Before a call's kernel runs under --check-numerics: copies (not counted
- * as tensor memory) of the operands whose buffers a result shares, for a
- * replay; *saved NULL when there are none. */
-static raf_status save_overwritten(const step *st, raf_tensor *const *in,
+/* Before a call's kernel runs under --check-numerics: copies on the
+ * device (not counted as tensor memory) of the operands whose buffers a
+ * result shares, for a replay; *saved NULL when there are none. */
+static raf_status save_overwritten(raf_exec *ex, const step *st,
+                                   raf_tensor *const *in,
                                    raf_tensor *const *out,
                                    raf_tensor **saved) {
   const raf_stmt *s = st->stmt;
@@ -108,17 +119,18 @@ static raf_status save_overwritten(const step *st, raf_tensor *const *in,
       return RAF_ERROR;
     raf_tensor *c = &(*saved)[i];
     *c = *in[i];
-    c->data = malloc(in[i]->nbytes ? in[i]->nbytes : 1);
-    if (!c->data)
+    c->data = NULL;
+    if (raf_device_alloc(ex->device, in[i]->nbytes, &c->data) != RAF_OK ||
+        exec_copy_bytes(ex, c->data, c->device, in[i]->data, in[i]->device,
+                        in[i]->nbytes) != RAF_OK)
       return RAF_ERROR;
-    memcpy(c->data, in[i]->data, in[i]->nbytes);
   }
   return RAF_OK;
 }
 
-static void free_saved(const step *st, raf_tensor *saved) {
+static void free_saved(raf_exec *ex, const step *st, raf_tensor *saved) {
   for (int i = 0; saved && i < st->stmt->noperands; i++)
-    free(saved[i].data);
+    raf_device_free(ex->device, saved[i].data);
   free(saved);
 }
 
@@ -151,11 +163,13 @@ static raf_status check_numerics(raf_exec *ex, const step *st,
                                  raf_tensor *const *out, raf_tensor *saved) {
   const raf_stmt *s = st->stmt;
   for (int r = 0; r < s->nresults; r++) {
-    int64_t i = first_non_finite(out[r]);
+    int64_t i;
+    double v;
+    if (first_non_finite(ex, out[r], &i, &v) != RAF_OK)
+      return RAF_ERROR;
     if (i < 0)
       continue;
     raf_dtype dt = out[r]->type->dtype;
-    double v = raf_elem_get_f64(dt, out[r]->data, i);
     const char *what = isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
     const char *dialect = raf_stmt_attr_str(s, "dialect");
     if (runs_as_kernel(st) && replay_call(ex, st, in, saved) != RAF_OK) {
@@ -287,9 +301,7 @@ static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
     raf_tensor *t = slot[from];
     if (rc == RAF_OK && shared && t) {
       raf_tensor *c = raf_exec_alloc(ex, t->type);
-      if (c)
-        memcpy(c->data, t->data, t->nbytes);
-      else
+      if (!c || raf_exec_copy(ex, c, t) != RAF_OK)
         rc = RAF_ERROR;
       t = c;
     }
@@ -318,11 +330,23 @@ raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
                     f->name);
     return RAF_ERROR;
   }
+  /* Kernels read their operands where they run. */
+  raf_device_kind here = raf_device_kind_of(ex->device);
+  for (int i = 0; i < f->nargs; i++)
+    if (args[i]->device != here) {
+      raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
+                      "@%s: argument %%%s is on %s, but the executor runs on "
+                      "%s",
+                      f->name, f->args[i].value->name,
+                      raf_device_kind_name(args[i]->device),
+                      raf_device_name(ex->device));
+      return RAF_ERROR;
+    }
   return run_plan(ex, p, args, results);
 }
 
-void raf_exec_donate(raf_func *f, raf_tensor *const *args,
-                     raf_tensor *const *results) {
+raf_status raf_exec_donate(raf_exec *ex, raf_func *f, raf_tensor *const *args,
+                           raf_tensor *const *results) {
   for (int r = 0; r < f->nresults; r++) {
     const raf_attr *a = raf_attrs_find(&f->results[r].attrs, "updates");
     if (!a || a->kind != RAF_ATTR_VALUE || !a->val.u.value)
@@ -330,9 +354,11 @@ void raf_exec_donate(raf_func *f, raf_tensor *const *args,
     int k = a->val.u.value->index;
     /* A planned function's donated result is in the buffer already. */
     if (k >= 0 && k < f->nargs && args[k]->nbytes == results[r]->nbytes &&
-        args[k]->data != results[r]->data)
-      memcpy(args[k]->data, results[r]->data, results[r]->nbytes);
+        args[k]->data != results[r]->data &&
+        raf_exec_copy(ex, args[k], results[r]) != RAF_OK)
+      return RAF_ERROR;
   }
+  return RAF_OK;
 }
 
 /* ---- Planned functions ------------------------------------------------------
@@ -372,7 +398,7 @@ static raf_status call_into(raf_exec *ex, step *st, raf_tensor **in,
   raf_status rc = run_plan(ex, g, in, made);
   for (int r = 0; r < n; r++) {
     if (rc == RAF_OK)
-      memcpy(out[r]->data, made[r]->data, out[r]->nbytes);
+      rc = raf_exec_copy(ex, out[r], made[r]);
     raf_exec_free(ex, made[r]);
   }
   free(made);
@@ -405,8 +431,9 @@ static raf_status hand_results(raf_exec *ex, plan *p, raf_tensor *const *args,
         ((handed *)results[q])->owner = *sh;
         (*sh)->refs++;
       }
-    } else if ((results[q] = raf_exec_alloc(ex, t->type))) {
-      memcpy(results[q]->data, t->data, t->nbytes);
+    } else if ((results[q] = raf_exec_alloc(ex, t->type)) &&
+               raf_exec_copy(ex, results[q], t) != RAF_OK) {
+      return RAF_ERROR; /* the caller frees results[q] */
     }
     if (!results[q])
       return RAF_ERROR;
@@ -463,7 +490,7 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
       rc = call_into(ex, st, in, out);
     } else {
       if (ex->opts.check_numerics && runs_as_kernel(st) &&
-          save_overwritten(st, in, out, &saved) != RAF_OK) {
+          save_overwritten(ex, st, in, out, &saved) != RAF_OK) {
         raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                         "call: out of memory saving operands for "
                         "--check-numerics");
@@ -475,14 +502,15 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
     }
     if (rc == RAF_OK && ex->opts.check_numerics)
       rc = check_numerics(ex, st, in, out, saved);
-    free_saved(st, saved);
+    free_saved(ex, st, saved);
     int64_t t0 = m->moves[k] && ex->opts.profile ? now_ns() : 0;
     for (int r = 0; rc == RAF_OK && m->moves[k] && r < s->nresults; r++) {
       const raf_mem_value *v = &mp->v[st->out[r]];
       if (!v->staged)
         continue;
       /* Into the argument's buffer, now that the statement has read it. */
-      memcpy(args[v->index]->data, out[r]->data, out[r]->nbytes);
+      rc = exec_copy_bytes(ex, args[v->index]->data, args[v->index]->device,
+                           out[r]->data, out[r]->device, out[r]->nbytes);
       out[r]->data = args[v->index]->data;
     }
     if (t0) /* the statement's cost includes moving what it staged */
@@ -492,8 +520,8 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
     /* An argument returned, or a value returned twice, is copied. */
     for (int q = 0; q < f->nresults; q++) {
       raf_tensor *t = m->slot[p->returned[q]];
-      if (t->data != results[q]->data)
-        memcpy(results[q]->data, t->data, t->nbytes);
+      if (rc == RAF_OK && t->data != results[q]->data)
+        rc = raf_exec_copy(ex, results[q], t);
     }
   }
   shared_arena *sh = NULL;

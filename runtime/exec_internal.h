@@ -47,9 +47,11 @@ typedef struct mplan {
   bool *moves;        /* per step: it has staged results to move */
 } mplan;
 
-/* A freed buffer kept for reuse, on the list of its bucket. */
+/* A freed buffer kept for reuse, on the list of its bucket. The record
+ * lives apart from the buffer, which may be device memory. */
 typedef struct spare {
-  size_t size;
+  void *data;
+  size_t size; /* rounded */
   struct spare *next;
 } spare;
 
@@ -59,6 +61,7 @@ struct raf_exec {
   raf_ctx *ctx;
   raf_module *m;
   raf_exec_options opts;
+  raf_device *device; /* owned: every buffer is its memory */
   raf_pool *pool;
   plan *plans;
   size_t live, peak;
@@ -86,14 +89,19 @@ typedef struct handed {
 
 /* ---- exec_mem.c ---------------------------------------------------------- */
 
-/* nbytes of counted memory (a spare buffer of its rounded size, or a new
- * one), 64-byte aligned; NULL when out of memory. */
+/* nbytes of counted memory on the executor's device (a spare buffer of
+ * its rounded size, or a new one), 64-byte aligned; NULL when out of
+ * memory (not reported: the caller says what it was for). */
 void *exec_take_buffer(raf_exec *ex, size_t nbytes);
 void exec_give_buffer(raf_exec *ex, void *data, size_t nbytes);
 /* The spare buffers back to the system (raf_exec_destroy). */
 void exec_free_spares(raf_exec *ex);
-/* A new tensor record for data that another tensor owns. */
+/* A new tensor record for data on the device that another tensor owns. */
 raf_tensor *exec_view_of(raf_exec *ex, raf_type *t, void *data);
+/* Copies n bytes from src (memory of kind `from`) to dst (of kind `to`)
+ * through the executor's device; each kind is the host's or the device's. */
+raf_status exec_copy_bytes(raf_exec *ex, void *dst, raf_device_kind to,
+                           const void *src, raf_device_kind from, size_t n);
 
 /* ---- exec_plan.c --------------------------------------------------------- */
 

@@ -53,6 +53,21 @@ static void free_plan(plan *p) {
   free(p);
 }
 
+/* Whether dialect d's kernels run on the executor's device; reports a
+ * located error at s when they do not (no silent run on another device). */
+static bool runs_here(raf_exec *ex, const raf_stmt *s, raf_dialect d) {
+  const char *kind = raf_device_kind_name(raf_device_kind_of(ex->device));
+  const char *device = raf_dialect_get(d)->device;
+  if (strcmp(device, kind) == 0)
+    return true;
+  raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
+                  "%s: no %s implementation (dialect '%s' runs on the %s, "
+                  "not on %s)",
+                  raf_op_table[s->op].name, kind, raf_dialect_get(d)->name,
+                  device, raf_device_name(ex->device));
+  return false;
+}
+
 /* The kernel bound to s, or NULL with a located error. */
 static raf_kernel_fn bind(raf_exec *ex, const raf_stmt *s) {
   const char *name = raf_stmt_attr_str(s, "dialect");
@@ -69,6 +84,8 @@ static raf_kernel_fn bind(raf_exec *ex, const raf_stmt *s) {
                     "%s: dialect '%s' does not implement it", op, name);
     return NULL;
   }
+  if (!runs_here(ex, s, d))
+    return NULL;
   raf_kernel_fn k = raf_dialect_kernel(d, s->op);
   if (!k)
     raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
@@ -99,6 +116,10 @@ static raf_kernel_fn bind_call(raf_exec *ex, const raf_stmt *s,
     raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                     "call: dialect '%s' does not implement a call of @%s",
                     name, s->callee->name);
+    *ok = false;
+    return NULL;
+  }
+  if (!runs_here(ex, s, d)) {
     *ok = false;
     return NULL;
   }
@@ -226,19 +247,25 @@ static raf_status attach_memory_plan(raf_exec *ex, plan *p);
 raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
                           const raf_exec_options *opts) {
   raf_exec *ex = calloc(1, sizeof *ex);
-  if (!ex)
+  if (!ex) {
+    raf_device_destroy(opts ? opts->device : NULL);
     return NULL;
+  }
   ex->ctx = ctx;
   ex->m = m;
   if (opts)
     ex->opts = *opts;
+  ex->device = ex->opts.device;
+  ex->opts.device = NULL; /* the executor's own now */
+  bool ok = ex->device ||
+            raf_device_open(ctx, RAF_DEVICE_HOST, 0, &ex->device) == RAF_OK;
   int threads = ex->opts.threads;
   if (threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     threads = n > 0 ? (int)n : 1;
   }
-  ex->pool = raf_pool_create(threads);
-  bool ok = ex->pool != NULL;
+  ex->pool = ok ? raf_pool_create(threads) : NULL;
+  ok = ok && ex->pool != NULL;
   for (int d = 0; ok && d < RAF_DIALECT_COUNT; d++) {
     const raf_dialect_hooks *h = raf_dialect_hooks_of((raf_dialect)d);
     if (h && h->prepare)
@@ -280,7 +307,10 @@ void raf_exec_destroy(raf_exec *ex) {
       h->release(ex->dialect_state[d]);
   }
   raf_pool_destroy(ex->pool);
+  if (ex->device)
+    raf_device_synchronize(ex->device); /* nothing queued on what is freed */
   exec_free_spares(ex);
+  raf_device_destroy(ex->device);
   free(ex);
 }
 
@@ -354,7 +384,8 @@ static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
   }
   for (int id = 0; id < mp->nvalues; id++)
     m->view[id] = (raf_tensor){mp->v[id].value->type, NULL,
-                               (size_t)mp->v[id].bytes};
+                               (size_t)mp->v[id].bytes,
+                               raf_device_kind_of(ex->device)};
   for (int k = 0; k < p->nsteps; k++) {
     const step *st = &p->steps[k];
     for (int r = 0; r < st->stmt->nresults; r++) {
