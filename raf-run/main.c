@@ -858,9 +858,7 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
   raf_status rc = RAF_ERROR;
   if (why)
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "--device=%s: raf-run was built without %s support "
-                    "(%s)", kind, o->device == RAF_DEVICE_CUDA ? "CUDA" : kind,
-                    why);
+                    "--device=%s: raf-run was %s", kind, why);
   else
     rc = raf_device_open(scratch, o->device, 0, out);
   for (size_t i = 0; i < raf_diag_count(scratch); i++) {

@@ -34,8 +34,8 @@ bool raf_device_kind_from_name(const char *s, raf_device_kind *out) {
 const char *raf_device_kind_unavailable(raf_device_kind k) {
 #ifndef RAF_HAVE_CUDA
   if (k == RAF_DEVICE_CUDA)
-    return "raf was built without CUDA (the CUDA toolkit's cuda.h was not "
-           "found when it was configured)";
+    return "built without CUDA (the CUDA toolkit's cuda.h was not found "
+           "when raf was configured)";
 #endif
   (void)k;
   return NULL;
@@ -56,7 +56,7 @@ raf_status raf_device_count(raf_ctx *ctx, raf_device_kind k, int *count) {
   *count = 0;
   const char *why = raf_device_kind_unavailable(k);
   if (why) {
-    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s", why);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "raf was %s", why);
     return RAF_ERROR;
   }
   if (k == RAF_DEVICE_HOST) {
@@ -77,7 +77,7 @@ raf_status raf_device_open(raf_ctx *ctx, raf_device_kind k, int ordinal,
   *out = NULL;
   const char *why = raf_device_kind_unavailable(k);
   if (why) {
-    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s", why);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "raf was %s", why);
     return RAF_ERROR;
   }
   if (k == RAF_DEVICE_HOST && ordinal == 0)

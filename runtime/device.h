@@ -44,9 +44,9 @@ typedef enum raf_device_kind {
 const char *raf_device_kind_name(raf_device_kind k);
 /* Looks a spelling up; false when it names no kind. */
 bool raf_device_kind_from_name(const char *s, raf_device_kind *out);
-/* Why devices of kind k cannot be opened in this build ("raf was built
- * without CUDA ..."), or NULL when they can (which says nothing of this
- * machine: a driver and a device are looked for when one is opened). */
+/* Why devices of kind k cannot be opened in this build ("built without
+ * CUDA (...)"), or NULL when they can (which says nothing of this machine:
+ * a driver and a device are looked for when one is opened). */
 const char *raf_device_kind_unavailable(raf_device_kind k);
 
 typedef struct raf_device raf_device;
