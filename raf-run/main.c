@@ -816,6 +816,14 @@ static void end_job_on_error(const raf_ctx *ctx, const rr_dist *d,
   raf_mpi_abort(1);
 }
 
+/* The strings the flags' values were copied into. */
+static void free_options(options *o) {
+  for (int k = 0; k < o->ninputs; k++)
+    free(o->inputs[k].owned);
+  for (int k = 0; k < o->ndatasets; k++)
+    free(o->datasets[k].owned);
+}
+
 /* --list-devices: one line per device of --device's kind; exits 1 when
  * there is none (or no driver, or no support in this build), saying why,
  * so that tests can ask whether a GPU is there. */
@@ -876,14 +884,16 @@ int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
   int status = parse_args(argc, argv, &o);
-  if (status >= 0)
-    return status;
-  if (o.list_devices)
-    return list_devices(&o);
-  raf_ctx *ctx = raf_ctx_create();
-  if (!ctx) {
+  if (status < 0 && o.list_devices)
+    status = list_devices(&o);
+  raf_ctx *ctx = status < 0 ? raf_ctx_create() : NULL;
+  if (status < 0 && !ctx) {
     fprintf(stderr, "raf-run: out of memory\n");
-    return 1;
+    status = 1;
+  }
+  if (status >= 0) {
+    free_options(&o);
+    return status;
   }
   /* The device first: a machine without it fails in one line, before any
    * work (and before dispatch reports what has no kernel for it). */
@@ -892,6 +902,7 @@ int main(int argc, char **argv) {
     if (rr_env_rank() == 0)
       raf_diag_render(ctx, stderr);
     raf_ctx_destroy(ctx);
+    free_options(&o);
     return 1;
   }
   /* Until the arguments are made every rank fails alike, and rank 0 alone
@@ -992,10 +1003,7 @@ int main(int argc, char **argv) {
     raf_exec_free(ex, results[r]);
   free(args);
   free(results);
-  for (int k = 0; k < o.ninputs; k++)
-    free(o.inputs[k].owned);
-  for (int k = 0; k < o.ndatasets; k++)
-    free(o.datasets[k].owned);
+  free_options(&o);
   raf_exec_destroy(ex);
   raf_module_destroy(m);
   raf_ctx_destroy(ctx);
