@@ -107,10 +107,15 @@ static bool elementwise_op(raf_opcode op) {
 bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
   if (s->nresults != 1 || operand < 0 || operand >= s->noperands)
     return false;
-  /* The kernels that keep the rule: cpu-ref's, and cblas's row kernels. */
+  /* The kernels that keep the rule: those of a dialect that declares the
+   * op's in-place kind (lang/dialects.def's inplace column). A statement
+   * with no dialect is judged by its op alone. */
   const char *d = raf_stmt_attr_str(s, "dialect");
-  bool rows = raf_op_table[s->op].inplace == RAF_INPLACE_ROWS;
-  if (d && strcmp(d, "cpu-ref") != 0 && !(rows && strcmp(d, "cblas") == 0))
+  raf_inplace_class kind = raf_op_table[s->op].inplace;
+  bool rows = kind == RAF_INPLACE_ROWS;
+  raf_dialect dialect;
+  if (d && (!raf_dialect_from_name(d, strlen(d), &dialect) ||
+            !(raf_dialect_get(dialect)->inplace & (1u << kind))))
     return false;
   const raf_type *in = s->operands[operand].value->type,
                  *out = s->results[0]->type;

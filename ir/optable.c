@@ -110,8 +110,8 @@ const char *raf_attr_kind_desc(raf_attr_kind k) {
 }
 
 static const raf_dialect_info dialect_facts[RAF_DIALECT_COUNT] = {
-#define DIALECT(e, name, device, priority, every_op)                           \
-  {name, device, priority, every_op},
+#define DIALECT(e, name, device, priority, every_op, inplace)                  \
+  {name, device, priority, every_op, inplace},
 #define IMPL(d, op, dtypes)
 #define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
@@ -127,7 +127,7 @@ typedef struct dialect_impl {
 } dialect_impl;
 
 static const dialect_impl dialect_impls[] = {
-#define DIALECT(e, name, device, priority, every_op)
+#define DIALECT(e, name, device, priority, every_op, inplace)
 #define IMPL(d, op, dtypes) {RAF_DIALECT_##d, RAF_OP_##op, dtypes},
 #define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
@@ -138,7 +138,7 @@ static const dialect_impl dialect_impls[] = {
 
 /* The FUSED rows; a sentinel keeps the array non-empty. */
 static const dialect_impl dialect_fused[] = {
-#define DIALECT(e, name, device, priority, every_op)
+#define DIALECT(e, name, device, priority, every_op, inplace)
 #define IMPL(d, op, dtypes)
 #define FUSED(d, op, dtypes) {RAF_DIALECT_##d, RAF_OP_##op, dtypes},
 #include "lang/dialects.def"

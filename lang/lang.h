@@ -63,9 +63,13 @@ typedef enum raf_inplace_class {
   RAF_INPLACE_ROWS,
   RAF_INPLACE_SEPARATE
 } raf_inplace_class;
+/* The classes as bits: the inplace column of lang/dialects.def. */
+#define RAF_INPLACE_OVER_BIT (1u << RAF_INPLACE_OVER)
+#define RAF_INPLACE_VIEW_BIT (1u << RAF_INPLACE_VIEW)
+#define RAF_INPLACE_ROWS_BIT (1u << RAF_INPLACE_ROWS)
 
 typedef enum raf_dialect {
-#define DIALECT(e, name, device, priority, every_op) RAF_DIALECT_##e,
+#define DIALECT(e, name, device, priority, every_op, inplace) RAF_DIALECT_##e,
 #define IMPL(d, op, dtypes)
 #define FUSED(d, op, dtypes)
 #include "lang/dialects.def"
@@ -159,6 +163,7 @@ typedef struct raf_dialect_info {
   const char *device;
   int priority;
   bool every_op;
+  unsigned inplace; /* RAF_INPLACE_*_BIT: the in-place kinds it honours */
 } raf_dialect_info;
 const raf_dialect_info *raf_dialect_get(raf_dialect d);
 /* Looks a spelling up; returns false when it names no dialect. */

@@ -13,7 +13,11 @@
  * A statement already annotated with an enabled dialect keeps it (a user's
  * or an earlier pass's choice); one annotated with a dialect that is not
  * enabled is chosen again. A statement no enabled dialect implements is a
- * located error. `return` is the executor's and gets nothing.
+ * located error. When no dialect of the device implements it at all (a
+ * device whose dialects are not built yet: `matmul: no cuda
+ * implementation`), only the first such statement is an error, and a note
+ * names the other ops the device lacks, rather than an error per
+ * statement of the module. `return` is the executor's and gets nothing.
  *
  * Calls. A `call` of a fused function (`{fused}`) gets the first enabled
  * dialect, in the same order, that compiles the callee as a whole: one
@@ -85,6 +89,24 @@ static raf_status parse_order(raf_ctx *ctx, const char *device,
   return RAF_OK;
 }
 
+/* Whether some dialect of `device`, enabled or not, implements op in dt. */
+static bool device_implements(const char *device, raf_opcode op,
+                              raf_dtype dt) {
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+    if (strcmp(raf_dialect_get((raf_dialect)i)->device, device) == 0 &&
+        raf_dialect_implements((raf_dialect)i, op, dt))
+      return true;
+  return false;
+}
+
+/* Whether any dialect runs on `device`. */
+static bool device_has_dialects(const char *device) {
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++)
+    if (strcmp(raf_dialect_get((raf_dialect)i)->device, device) == 0)
+      return true;
+  return false;
+}
+
 static bool enabled(const order *o, raf_dialect d) {
   for (int i = 0; i < o->n; i++)
     if (o->d[i] == d)
@@ -126,7 +148,11 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
   if (parse_order(args->ctx, raf_pass_opt_str(args, "device"),
                   raf_pass_opt_str(args, "dialects"), &o) != RAF_OK)
     return RAF_ERROR;
+  const char *device = raf_pass_opt_str(args, "device");
   raf_status rc = RAF_OK;
+  /* The ops no dialect of the device implements, after the first. */
+  bool lacking[RAF_OP_COUNT] = {false};
+  int nlacking = 0;
   for (raf_func *f = m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next) {
       if (s->op == RAF_OP_CALL)
@@ -142,6 +168,21 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
       int i = 0;
       while (i < o.n && !raf_dialect_implements(o.d[i], s->op, dt))
         i++;
+      if (i == o.n && !device_implements(device, s->op, dt)) {
+        if (nlacking == 0)
+          raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
+                          "dispatch: %s: no %s implementation for %s%s",
+                          raf_op_table[s->op].name, device,
+                          raf_dtype_name(dt),
+                          device_has_dialects(device)
+                              ? ""
+                              : " (no dialect runs on it yet)");
+        else
+          lacking[s->op] = true;
+        nlacking++;
+        rc = RAF_ERROR;
+        continue;
+      }
       if (i == o.n) {
         raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
                         "dispatch: no enabled dialect implements %s for %s",
@@ -151,5 +192,17 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
       }
       annotate(m, s, o.d[i]);
     }
+  if (nlacking > 1) {
+    char ops[512] = "";
+    size_t n = 0;
+    for (int op = 0; op < RAF_OP_COUNT && n < sizeof ops - 32; op++)
+      if (lacking[op])
+        n += (size_t)snprintf(ops + n, sizeof ops - n, "%s%s", n ? ", " : "",
+                              raf_op_table[op].name);
+    raf_diag_report(args->ctx, (raf_loc){0}, RAF_SEV_NOTE,
+                    "%d more statement%s ha%s no %s implementation (%s)",
+                    nlacking - 1, nlacking == 2 ? "" : "s",
+                    nlacking == 2 ? "s" : "ve", device, ops);
+  }
   return rc;
 }

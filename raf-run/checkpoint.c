@@ -17,8 +17,9 @@ static void st_type_str(const raf_st_tensor *e, char *buf, size_t size) {
     snprintf(buf + n, size - (size_t)n, "]");
 }
 
-raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args, bool *given) {
+raf_status rr_checkpoint_load(raf_ctx *ctx, raf_exec *ex, const char *path,
+                              raf_func *f, raf_tensor *const *args,
+                              bool *given) {
   raf_safetensors *st;
   if (raf_safetensors_read(ctx, path, &st) != RAF_OK) {
     /* Reported; spare the "no value" errors of the arguments the file may
@@ -55,44 +56,56 @@ raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
       given[i] = true; /* reported already */
       continue;
     }
-    if (args[i]->nbytes)
-      memcpy(args[i]->data, e->data, args[i]->nbytes);
+    if (raf_exec_write(ex, args[i], 0, e->data, args[i]->nbytes) != RAF_OK)
+      rc = RAF_ERROR;
     given[i] = true;
   }
   raf_safetensors_free(st);
   return rc;
 }
 
-raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args) {
+raf_status rr_checkpoint_save(raf_ctx *ctx, raf_exec *ex, const char *path,
+                              raf_func *f, raf_tensor *const *args) {
   raf_st_tensor *list = calloc((size_t)f->nargs + 1, sizeof *list);
-  if (!list) {
+  void **staged = calloc((size_t)f->nargs + 1, sizeof *staged);
+  if (!list || !staged) {
+    free(list);
+    free(staged);
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "--save: %s: out of memory", path);
     return RAF_ERROR;
   }
   int n = 0;
-  for (int i = 0; i < f->nargs; i++) {
+  raf_status rc = RAF_OK;
+  for (int i = 0; i < f->nargs && rc == RAF_OK; i++) {
     if (!raf_arg_flag(&f->args[i], "param") &&
         !raf_arg_flag(&f->args[i], "state"))
       continue;
-    raf_st_tensor *e = &list[n++];
+    raf_st_tensor *e = &list[n];
     const raf_type *t = args[i]->type;
     e->name = f->args[i].value->name;
     e->dtype = t->dtype;
     e->rank = t->rank;
     for (int d = 0; d < t->rank; d++)
       e->dims[d] = t->dims[d];
-    e->data = args[i]->data;
+    /* Device memory is staged through the host (all of it at once: the
+     * writer takes the list whole). */
+    if (!(e->data = raf_exec_host_data(ex, args[i], &staged[n])))
+      rc = RAF_ERROR;
     e->nbytes = args[i]->nbytes;
+    n++;
   }
-  if (n == 0)
+  if (rc == RAF_OK && n == 0)
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_WARNING,
                     "--save: @%s has no param or state argument; the "
                     "checkpoint is empty",
                     f->name);
   const char *meta[] = {"producer", "raf-run " RAF_VERSION, NULL};
-  raf_status rc = raf_safetensors_write(ctx, path, list, n, meta);
+  if (rc == RAF_OK)
+    rc = raf_safetensors_write(ctx, path, list, n, meta);
+  for (int k = 0; k < n; k++)
+    free(staged[k]);
+  free(staged);
   free(list);
   return rc;
 }

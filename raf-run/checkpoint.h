@@ -10,10 +10,14 @@
 
 #include "runtime/exec.h"
 
-/* Fills the arguments of f the file names and sets given[i] for each. */
-raf_status rr_checkpoint_load(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args, bool *given);
-raf_status rr_checkpoint_save(raf_ctx *ctx, const char *path, raf_func *f,
-                              raf_tensor *const *args);
+/* Fills the arguments of f the file names and sets given[i] for each.
+ * args live on the host or on ex's device, where they are copied to. */
+raf_status rr_checkpoint_load(raf_ctx *ctx, raf_exec *ex, const char *path,
+                              raf_func *f, raf_tensor *const *args,
+                              bool *given);
+/* Writes f's params and states; args live on the host or on ex's device,
+ * from which they are staged through the host. */
+raf_status rr_checkpoint_save(raf_ctx *ctx, raf_exec *ex, const char *path,
+                              raf_func *f, raf_tensor *const *args);
 
 #endif

@@ -116,36 +116,19 @@ raf_type *rr_dist_whole_type(raf_module *m, const raf_func *f, int i,
   return raf_type_get(m, t->dtype, t->rank, dims);
 }
 
-raf_tensor *rr_dist_stage(raf_type *t) {
-  raf_tensor *s = malloc(sizeof *s);
-  size_t n = (size_t)t->numel * raf_dtype_size(t->dtype);
-  if (!s || !(s->data = calloc(1, n + 1))) {
-    free(s);
-    return NULL;
-  }
-  s->type = t;
-  s->nbytes = n;
-  return s;
-}
-
-void rr_dist_unstage(raf_tensor *t) {
-  if (t)
-    free(t->data);
-  free(t);
-}
-
-void rr_dist_take_part(const rr_dist *d, const raf_tensor *whole,
-                       raf_tensor *part) {
+raf_status rr_dist_take_part(raf_exec *ex, const rr_dist *d,
+                             const raf_tensor *whole, raf_tensor *part) {
   size_t begin = (size_t)d->rank * part->nbytes;
   size_t n = begin >= whole->nbytes ? 0 : whole->nbytes - begin;
   if (n > part->nbytes)
     n = part->nbytes;
-  if (n)
-    memcpy(part->data, (const char *)whole->data + begin, n);
-  memset((char *)part->data + n, 0, part->nbytes - n);
+  if (raf_exec_write(ex, part, 0, (const char *)whole->data + begin, n) !=
+      RAF_OK)
+    return RAF_ERROR;
+  return raf_exec_zero(ex, part, n, part->nbytes - n);
 }
 
-raf_status rr_dist_gather(raf_ctx *ctx, const rr_dist *d,
+raf_status rr_dist_gather(raf_ctx *ctx, raf_exec *ex, const rr_dist *d,
                           const raf_tensor *part, raf_tensor *whole) {
   size_t all_bytes = part->nbytes * (size_t)d->world;
   char *all = d->rank == 0 ? malloc(all_bytes + 1) : NULL;
@@ -153,9 +136,13 @@ raf_status rr_dist_gather(raf_ctx *ctx, const rr_dist *d,
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
     return RAF_ERROR;
   }
-  raf_status rc = raf_mpi_gather(ctx, part->data, part->nbytes, all);
-  if (rc == RAF_OK && d->rank == 0)
-    memcpy(whole->data, all, whole->nbytes); /* the padding stays behind */
+  void *staged;
+  const void *mine = raf_exec_host_data(ex, part, &staged);
+  raf_status rc = mine ? raf_mpi_gather(ctx, mine, part->nbytes, all)
+                       : RAF_ERROR;
+  free(staged);
+  if (rc == RAF_OK && d->rank == 0) /* the padding stays behind */
+    rc = raf_exec_write(ex, whole, 0, all, whole->nbytes);
   free(all);
   return rc;
 }

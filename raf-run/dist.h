@@ -38,20 +38,17 @@ void rr_dist_finish(const rr_dist *d);
  * memory. */
 raf_type *rr_dist_whole_type(raf_module *m, const raf_func *f, int i,
                              const rr_dist *d);
-/* A staging tensor of type t for a whole argument, outside the executor's
- * memory count (which is the rank's own); NULL when out of memory. */
-raf_tensor *rr_dist_stage(raf_type *t);
-void rr_dist_unstage(raf_tensor *t);
-
-/* Copies this rank's part of whole (a tensor of rr_dist_whole_type) into
- * part: the rank-th run of part->nbytes bytes, zero past the end of
- * whole. For a data argument that is rows [r*b, (r+1)*b); for a sharded
- * one, the r-th part of the zero-padded, flattened tensor. */
-void rr_dist_take_part(const rr_dist *d, const raf_tensor *whole,
-                       raf_tensor *part);
-/* The inverse, for --save: gathers every rank's part into whole on rank 0
- * (whole is unused elsewhere). Every rank calls it, in the same order. */
-raf_status rr_dist_gather(raf_ctx *ctx, const rr_dist *d,
+/* Copies this rank's part of whole (a host tensor of rr_dist_whole_type,
+ * rr_host_tensor's) into part (on ex's device): the rank-th run of
+ * part->nbytes bytes, zero past the end of whole. For a data argument that
+ * is rows [r*b, (r+1)*b); for a sharded one, the r-th part of the
+ * zero-padded, flattened tensor. In a plain run, all of whole. */
+raf_status rr_dist_take_part(raf_exec *ex, const rr_dist *d,
+                             const raf_tensor *whole, raf_tensor *part);
+/* The inverse, for --save: gathers every rank's part (on ex's device) into
+ * whole (a host tensor) on rank 0 (whole is unused elsewhere). Every rank
+ * calls it, in the same order. */
+raf_status rr_dist_gather(raf_ctx *ctx, raf_exec *ex, const rr_dist *d,
                           const raf_tensor *part, raf_tensor *whole);
 
 /* Renders ctx's diagnostics to out, each line prefixed "rank R: " in a

@@ -25,6 +25,10 @@
  * param's worst error is reported with its element; the check fails when
  * one exceeds --grad-tol. Finite differences cannot see through a kink
  * (relu at 0, max at a tie): inputs should keep away from them.
+ *
+ * The copy runs on an executor of its own, on a device of --device's kind;
+ * the elements it perturbs and the losses and gradients it reads are
+ * copied one at a time through that device.
  */
 #include "raf-run/gradcheck.h"
 
@@ -144,15 +148,24 @@ static void index_str(const raf_type *t, int64_t flat, char *buf,
     snprintf(buf + k, size - k, "]");
 }
 
+/* Element e of an f64 tensor, and its store. */
+static raf_status get_f64(raf_exec *ex, const raf_tensor *t, int64_t e,
+                          double *v) {
+  return raf_exec_read(ex, t, (size_t)e * sizeof *v, v, sizeof *v);
+}
+static raf_status set_f64(raf_exec *ex, raf_tensor *t, int64_t e, double v) {
+  return raf_exec_write(ex, t, (size_t)e * sizeof v, &v, sizeof v);
+}
+
 /* The loss of fg at args (f64). */
 static raf_status loss_at(raf_exec *ex, raf_func *fg, raf_tensor **args,
                           double *loss) {
   raf_tensor *r[1] = {NULL};
   if (raf_exec_call(ex, fg, args, r) != RAF_OK)
     return RAF_ERROR;
-  *loss = raf_elem_get_f64(RAF_F64, r[0]->data, 0);
+  raf_status rc = get_f64(ex, r[0], 0, loss);
   raf_exec_free(ex, r[0]);
-  return RAF_OK;
+  return rc;
 }
 
 typedef struct param_check {
@@ -174,17 +187,23 @@ static raf_status check_param(raf_exec *ex, raf_func *fg, raf_tensor **args,
   double scale = 0;
   for (int64_t s = 0; s < k && rc == RAF_OK; s++) {
     int64_t e = k == n ? s : (int64_t)((double)s * (double)n / (double)k);
-    double x0 = raf_elem_get_f64(RAF_F64, x->data, e);
+    double x0 = 0;
+    if ((rc = get_f64(ex, x, e, &x0)) != RAF_OK)
+      break;
     double h = o->eps * (fabs(x0) > 1 ? fabs(x0) : 1), lp = 0, lm = 0;
     double xp = x0 + h, xm = x0 - h;
-    raf_elem_set_f64(RAF_F64, x->data, e, xp);
-    rc = loss_at(ex, fg, args, &lp);
-    raf_elem_set_f64(RAF_F64, x->data, e, xm);
+    rc = set_f64(ex, x, e, xp);
+    if (rc == RAF_OK)
+      rc = loss_at(ex, fg, args, &lp);
+    if (rc == RAF_OK)
+      rc = set_f64(ex, x, e, xm);
     if (rc == RAF_OK)
       rc = loss_at(ex, fg, args, &lm);
-    raf_elem_set_f64(RAF_F64, x->data, e, x0);
+    if (rc == RAF_OK)
+      rc = set_f64(ex, x, e, x0);
     el[s] = e;
-    an[s] = raf_elem_get_f64(RAF_F64, grad->data, e);
+    if (rc == RAF_OK)
+      rc = get_f64(ex, grad, e, &an[s]);
     nu[s] = (lp - lm) / (xp - xm);
     if (fabs(nu[s]) > scale)
       scale = fabs(nu[s]);
@@ -209,8 +228,8 @@ static raf_status check_param(raf_exec *ex, raf_func *fg, raf_tensor **args,
   return rc;
 }
 
-raf_status rr_gradcheck(raf_ctx *ctx, const raf_module *m, const raf_func *f,
-                        raf_tensor *const *args,
+raf_status rr_gradcheck(raf_ctx *ctx, raf_exec *args_ex, const raf_module *m,
+                        const raf_func *f, raf_tensor *const *args,
                         const rr_gradcheck_options *o, FILE *out,
                         bool *failed) {
   raf_module *g = f64_copy(ctx, m);
@@ -218,13 +237,13 @@ raf_status rr_gradcheck(raf_ctx *ctx, const raf_module *m, const raf_func *f,
     return RAF_ERROR;
   char opt[300], dopt[600], gname[300];
   snprintf(opt, sizeof opt, "func=%s", f->name);
-  snprintf(dopt, sizeof dopt, "dialects=%s", o->dialects ? o->dialects : "");
+  snprintf(dopt, sizeof dopt, "device=%s%s%s",
+           raf_device_kind_name(o->device), o->dialects ? " dialects=" : "",
+           o->dialects ? o->dialects : "");
   snprintf(gname, sizeof gname, "%s_grad", f->name);
   raf_pipeline *pl = raf_pipeline_create(ctx);
   raf_status rc = pl && raf_pipeline_add(pl, "autodiff", opt) == RAF_OK &&
-                          raf_pipeline_add(pl, "dispatch",
-                                           o->dialects ? dopt : NULL) ==
-                              RAF_OK &&
+                          raf_pipeline_add(pl, "dispatch", dopt) == RAF_OK &&
                           raf_pipeline_run(pl, g, NULL) == RAF_OK
                       ? RAF_OK
                       : RAF_ERROR;
@@ -232,24 +251,36 @@ raf_status rr_gradcheck(raf_ctx *ctx, const raf_module *m, const raf_func *f,
   raf_func *fg = rc == RAF_OK ? raf_module_find_func(g, f->name) : NULL;
   raf_func *gg = rc == RAF_OK ? raf_module_find_func(g, gname) : NULL;
   raf_exec_options eo = {.threads = o->threads};
-  raf_exec *ex = fg && gg ? raf_exec_create(ctx, g, &eo) : NULL;
+  raf_exec *ex = NULL;
+  if (fg && gg && raf_device_open(ctx, o->device, 0, &eo.device) == RAF_OK)
+    ex = raf_exec_create(ctx, g, &eo); /* the device is the executor's */
   raf_tensor **wide = calloc((size_t)f->nargs + 1, sizeof *wide);
   raf_tensor **res = gg ? calloc((size_t)gg->nresults + 1, sizeof *res) : NULL;
   rc = ex && wide && res ? RAF_OK : RAF_ERROR;
   for (int i = 0; i < f->nargs && rc == RAF_OK; i++) {
+    /* Widened on the host, from f's arguments where the host reads them. */
     raf_type *t = fg->args[i].value->type;
-    if (!(wide[i] = raf_exec_alloc(ex, t)))
+    void *staged, *host = NULL;
+    const void *from = raf_exec_host_data(args_ex, args[i], &staged);
+    size_t bytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+    if (!from || !(wide[i] = raf_exec_alloc(ex, t)) ||
+        !(host = malloc(bytes ? bytes : 1))) {
       rc = RAF_ERROR;
-    else
-      raf_elem_convert(t->dtype, wide[i]->data, args[i]->type->dtype,
-                       args[i]->data, t->numel);
+    } else {
+      raf_elem_convert(t->dtype, host, args[i]->type->dtype, from, t->numel);
+      rc = raf_exec_write(ex, wide[i], 0, host, bytes);
+    }
+    free(host);
+    free(staged);
   }
   if (rc == RAF_OK)
     rc = raf_exec_call(ex, gg, wide, res);
+  double loss = 0;
+  if (rc == RAF_OK)
+    rc = get_f64(ex, res[0], 0, &loss);
   if (rc == RAF_OK) {
     fprintf(out, "gradcheck @%s: loss %.10g, eps %g, up to %ld elements per "
-            "param, in f64\n", f->name,
-            raf_elem_get_f64(RAF_F64, res[0]->data, 0), o->eps, o->samples);
+            "param, in f64\n", f->name, loss, o->eps, o->samples);
   }
   double worst = 0;
   int nparams = 0, bad = 0;

@@ -14,15 +14,17 @@ typedef struct rr_gradcheck_options {
   long samples;        /* elements checked per param, at most */
   const char *dialects; /* for dispatch, or NULL */
   int threads;
+  raf_device_kind device; /* where the f64 copy runs */
 } rr_gradcheck_options;
 
 /* Checks the gradients autodiff makes for f (a scalar float loss of the
- * verified module m) at args (f's arguments, borrowed), printing one line
+ * verified module m) at args (f's arguments, borrowed, on args_ex's
+ * device or the host), printing one line
  * per param to out; *failed is set when a param's worst relative error
  * exceeds the tolerance. Errors (f is no loss, autodiff fails) are
  * diagnostics and RAF_ERROR. */
-raf_status rr_gradcheck(raf_ctx *ctx, const raf_module *m, const raf_func *f,
-                        raf_tensor *const *args,
+raf_status rr_gradcheck(raf_ctx *ctx, raf_exec *args_ex, const raf_module *m,
+                        const raf_func *f, raf_tensor *const *args,
                         const rr_gradcheck_options *o, FILE *out,
                         bool *failed);
 

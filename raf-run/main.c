@@ -6,7 +6,8 @@
  *           [--steps=N --dataset=x=@train.npy --log=run.jsonl]
  *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
  *           [--gradcheck [--grad-tol=X]]   (gradcheck.c)
- *           [--print=summary|full|none]
+ *           [--print=summary|full|none] [--device=cpu|cuda]
+ *   raf-run --device=cuda --list-devices
  *   mpirun -np N raf-run step.raf ...    (a sharded step; dist.c)
  *
  * The module is parsed, verified and dispatched (every statement gets the
@@ -15,6 +16,12 @@
  * called --steps times; results marked {updates = %arg} are stored back
  * into their argument after each call. Every error is a message and a
  * non-zero exit, never a crash. See docs/raf-run.md.
+ *
+ * The executor runs on one device (--device; runtime/device.h). Arguments
+ * are made on the host and copied to it once; params and states stay on
+ * it across --steps; dataset batches are copied to it before each step,
+ * and the loss (each step), results, outputs and checkpoints are copied
+ * back (docs/Device.md).
  */
 #include "raf-run/checkpoint.h"
 #include "raf-run/dist.h"
@@ -22,6 +29,7 @@
 #include "raf-run/gradcheck.h"
 #include "raf-run/profile.h"
 #include "raf-run/values.h"
+#include "runtime/device.h"
 #include "runtime/dialects.h"
 #include "runtime/init.h"
 #include "runtime/mpi.h"
@@ -61,6 +69,8 @@ typedef struct options {
   rr_gradcheck_options grad;
   uint64_t seed;
   int threads;
+  raf_device_kind device; /* --device */
+  bool list_devices;
 } options;
 
 static void usage(FILE *out) {
@@ -89,6 +99,10 @@ static void usage(FILE *out) {
           "first\n"
           "  --threads=N                kernel threads (default: one per "
           "CPU)\n"
+          "  --device=cpu|cuda          where the function runs (default "
+          "cpu)\n"
+          "  --list-devices             list the devices of --device's kind "
+          "and exit\n"
           "  --check-numerics           stop at the first NaN or Inf\n"
           "  --print-memory             report the peak tensor memory\n"
           "  --profile[=N]              report kernel time by op and the N\n"
@@ -147,18 +161,18 @@ static bool parse_number_flag(const char *flag, const char *v, double lo,
   return true;
 }
 
-/* Returns -1 to go on, else the exit status. */
-/* Without --dialects: every cpu dialect, highest priority first (the
- * dispatch pass's default), less those this build cannot run (onednn
+/* Without --dialects: every dialect of the device, highest priority first
+ * (the dispatch pass's default), less those this build cannot run (onednn
  * without oneDNN: raf_dialect_unavailable), written into buf; NULL when
  * it can run them all, leaving the pass its own default. */
-static const char *default_dialects(char *buf, size_t size) {
+static const char *default_dialects(const char *device, char *buf,
+                                    size_t size) {
   raf_dialect order[RAF_DIALECT_COUNT];
   int n = 0;
   bool dropped = false;
   for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
     raf_dialect d = (raf_dialect)i;
-    if (strcmp(raf_dialect_get(d)->device, "cpu") != 0)
+    if (strcmp(raf_dialect_get(d)->device, device) != 0)
       continue;
     if (raf_dialect_unavailable(d)) {
       dropped = true;
@@ -189,7 +203,7 @@ static void unknown_option(const char *a) {
       "expected-output", "atol", "rtol", "steps", "seed", "threads", "log",
       "save", "load", "dialects", "check-numerics", "print-memory",
       "profile", "print-jit-stats", "print-comm", "gradcheck", "grad-tol", "grad-eps",
-      "grad-samples"};
+      "grad-samples", "device", "list-devices"};
   const char *word = a + strspn(a, "-");
   const char *near = raf_suggest(word, strcspn(word, "="), names,
                                  sizeof names / sizeof names[0]);
@@ -200,10 +214,11 @@ static void unknown_option(const char *a) {
     fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
 }
 
+/* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, options *o) {
   o->tol = (rr_tolerance){-1, -1};
   o->steps = 1;
-  o->grad = (rr_gradcheck_options){1e-4, 1e-5, 64, NULL, 0};
+  o->grad = (rr_gradcheck_options){1e-4, 1e-5, 64, NULL, 0, RAF_DEVICE_HOST};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     double d;
@@ -287,6 +302,13 @@ static int parse_args(int argc, char **argv, options *o) {
       o->load = v;
     } else if ((v = flag_value(a, "--dialects"))) {
       o->dialects = v;
+    } else if ((v = flag_value(a, "--device"))) {
+      if (!raf_device_kind_from_name(v, &o->device)) {
+        fprintf(stderr, "raf-run: --device: '%s' is not cpu or cuda\n", v);
+        return 1;
+      }
+    } else if (strcmp(a, "--list-devices") == 0) {
+      o->list_devices = true;
     } else if (strcmp(a, "--check-numerics") == 0) {
       o->check_numerics = true;
     } else if (strcmp(a, "--print-memory") == 0) {
@@ -324,6 +346,8 @@ static int parse_args(int argc, char **argv, options *o) {
       o->input_file = a;
     }
   }
+  if (o->list_devices)
+    return -1; /* no module */
   if (!o->input_file) {
     usage(stderr);
     return 1;
@@ -335,10 +359,12 @@ static int parse_args(int argc, char **argv, options *o) {
     return 1;
   }
   if (!o->dialects)
-    o->dialects = default_dialects(o->default_dialects,
+    o->dialects = default_dialects(raf_device_kind_name(o->device),
+                                   o->default_dialects,
                                    sizeof o->default_dialects);
   o->grad.dialects = o->dialects;
   o->grad.threads = o->threads;
+  o->grad.device = o->device;
   return -1;
 }
 
@@ -426,22 +452,26 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
   return RAF_OK;
 }
 
-static void feed(const dataset *ds, long step, raf_tensor *t) {
+/* Step `step`'s batch into t, on the executor's device. */
+static raf_status feed(raf_exec *ex, const dataset *ds, long step,
+                       raf_tensor *t) {
   int64_t b = step % ds->batches;
-  memcpy(t->data,
-         (const char *)ds->all.data + (size_t)b * ds->slice_bytes +
-             ds->rank_offset,
-         t->nbytes);
+  return raf_exec_write(ex, t, 0,
+                        (const char *)ds->all.data +
+                            (size_t)b * ds->slice_bytes + ds->rank_offset,
+                        t->nbytes);
 }
 
 /* Fills whole[i] (argument i as the command line gives it) from the
  * flags, in the order checkpoint, inputs, datasets, `init`. */
-static raf_status fill_args(raf_ctx *ctx, raf_func *f, const options *o,
-                            int rank, raf_tensor *const *whole,
+static raf_status fill_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
+                            const options *o, int rank,
+                            raf_tensor *const *whole,
                             raf_tensor *const *args, bool *given,
                             dataset *ds) {
   raf_status rc = RAF_OK;
-  if (o->load && rr_checkpoint_load(ctx, o->load, f, whole, given) != RAF_OK)
+  if (o->load &&
+      rr_checkpoint_load(ctx, ex, o->load, f, whole, given) != RAF_OK)
     rc = RAF_ERROR;
   for (int k = 0; k < o->ninputs; k++) {
     int i = arg_index(f, o->inputs[k].name);
@@ -501,37 +531,46 @@ static raf_status fill_args(raf_ctx *ctx, raf_func *f, const options *o,
 
 /* The arguments of f: inputs, checkpoint, datasets, then `init`. In a
  * sharded run each is made whole, as one process would (whole[i]), and
- * this rank takes its part; whole[i] is args[i] where they are the same. */
+ * this rank takes its part. Each is made on the host: in args[i] itself
+ * when the device's memory is the host's and the types are the same, else
+ * in a host tensor copied to the device once made. */
 static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_module *m,
                             raf_func *f, const options *o, const rr_dist *d,
                             raf_tensor **args, dataset *ds) {
   bool given[1024] = {false};
   raf_tensor *whole[1024] = {NULL};
   raf_status rc = RAF_OK;
+  bool in_place = raf_device_host_addressable(raf_exec_device(ex));
   for (int i = 0; i < f->nargs && rc == RAF_OK; i++) {
     raf_type *t = rr_dist_whole_type(m, f, i, d);
     if (!t || !(args[i] = raf_exec_alloc(ex, f->args[i].value->type)) ||
-        !(whole[i] = t == args[i]->type ? args[i] : rr_dist_stage(t)))
+        !(whole[i] = t == args[i]->type && in_place ? args[i]
+                                                     : rr_host_tensor(t)))
       rc = RAF_ERROR;
   }
   if (rc == RAF_OK)
-    rc = fill_args(ctx, f, o, d->rank, whole, args, given, ds);
+    rc = fill_args(ctx, ex, f, o, d->rank, whole, args, given, ds);
   for (int i = 0; i < f->nargs; i++) {
     if (whole[i] == args[i])
       continue;
     if (whole[i] && rc == RAF_OK)
-      rr_dist_take_part(d, whole[i], args[i]);
-    rr_dist_unstage(whole[i]);
+      rc = rr_dist_take_part(ex, d, whole[i], args[i]);
+    rr_host_tensor_free(whole[i]);
   }
   return rc;
 }
 
-/* The first result as a loss: a float scalar, else NaN. */
-static bool scalar_loss(const raf_tensor *t, double *loss) {
-  if (t->type->numel != 1 || !raf_dtype_is_float(t->type->dtype))
-    return false;
-  *loss = raf_elem_get_f64(t->type->dtype, t->data, 0);
-  return true;
+/* The first result as a loss: a float scalar (copied to the host), else
+ * false; RAF_ERROR when the copy fails. */
+static raf_status scalar_loss(raf_exec *ex, const raf_tensor *t, double *loss,
+                              bool *has_loss) {
+  *has_loss = t->type->numel == 1 && raf_dtype_is_float(t->type->dtype);
+  double bytes; /* room for any float scalar */
+  if (!*has_loss ||
+      raf_exec_read(ex, t, 0, &bytes, t->nbytes) != RAF_OK)
+    return *has_loss ? RAF_ERROR : RAF_OK;
+  *loss = raf_elem_get_f64(t->type->dtype, &bytes, 0);
+  return RAF_OK;
 }
 
 static void progress(long step, long steps, double loss, bool has_loss,
@@ -559,32 +598,55 @@ static raf_status report_results(raf_ctx *ctx, raf_func *f, const options *o,
                                                : "--expected-output flags are");
     return RAF_ERROR;
   }
-  for (int r = 0; r < o->noutputs; r++) {
-    raf_npy view = rr_npy_view(results[r]);
+  /* The results where the host reads them: in place on the host device,
+   * else copied from the device (staged[r], freed below). */
+  int n = f->nresults;
+  raf_tensor *host = calloc((size_t)n + 1, sizeof *host);
+  raf_tensor **hostp = calloc((size_t)n + 1, sizeof *hostp);
+  void **staged = calloc((size_t)n + 1, sizeof *staged);
+  if (!host || !hostp || !staged) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
+    rc = RAF_ERROR;
+  }
+  for (int r = 0; rc == RAF_OK && r < n; r++) {
+    const void *data = raf_exec_host_data(ex, results[r], &staged[r]);
+    host[r] = (raf_tensor){results[r]->type, (void *)data, results[r]->nbytes,
+                           RAF_DEVICE_HOST};
+    hostp[r] = &host[r];
+    if (!data)
+      rc = RAF_ERROR;
+  }
+  for (int r = 0; rc == RAF_OK && r < o->noutputs; r++) {
+    raf_npy view = rr_npy_view(hostp[r]);
     if (raf_npy_write(ctx, o->outputs[r], &view) != RAF_OK)
       rc = RAF_ERROR;
   }
   /* Printed before the verdict, which stays the last line. */
-  if (o->print_given || (!o->noutputs && !o->nexpected))
-    rr_print_results(stdout, f, results, o->print);
+  if (rc == RAF_OK && (o->print_given || (!o->noutputs && !o->nexpected)))
+    rr_print_results(stdout, f, hostp, o->print);
   bool all_ok = true;
   for (int r = 0; r < o->nexpected && rc == RAF_OK; r++) {
-    raf_tensor *want = raf_exec_alloc(ex, results[r]->type);
+    raf_tensor *want = rr_host_tensor(results[r]->type);
     char what[64], msg[512];
     snprintf(what, sizeof what, "--expected-output for result[%d]", r);
     if (!want || rr_read_value(ctx, what, o->expected[r], want) != RAF_OK) {
       rc = RAF_ERROR;
-    } else if (!rr_compare(results[r], want, o->tol, msg, sizeof msg)) {
+    } else if (!rr_compare(hostp[r], want, o->tol, msg, sizeof msg)) {
       printf("[FAILED] result[%d]: %s\n", r, msg);
       all_ok = false;
     }
-    raf_exec_free(ex, want);
+    rr_host_tensor_free(want);
   }
   if (o->nexpected && rc == RAF_OK) {
     if (all_ok)
       printf("[SUCCESS]\n");
     *failed = !all_ok;
   }
+  for (int r = 0; staged && r < n; r++)
+    free(staged[r]);
+  free(staged);
+  free(hostp);
+  free(host);
   return rc;
 }
 
@@ -605,8 +667,10 @@ static raf_status run(raf_ctx *ctx, raf_exec *ex, raf_func *f,
   double start = now_ms(), last_shown = 0;
   raf_status rc = RAF_OK;
   for (long s = 0; s < o->steps && rc == RAF_OK; s++) {
-    for (int k = 0; k < o->ndatasets; k++)
-      feed(&ds[k], s, args[ds[k].arg]);
+    for (int k = 0; k < o->ndatasets && rc == RAF_OK; k++)
+      rc = feed(ex, &ds[k], s, args[ds[k].arg]);
+    if (rc != RAF_OK)
+      break;
     if (s > 0)
       for (int r = 0; r < f->nresults; r++) {
         raf_exec_free(ex, results[r]);
@@ -614,13 +678,19 @@ static raf_status run(raf_ctx *ctx, raf_exec *ex, raf_func *f,
       }
     double t0 = now_ms();
     rc = raf_exec_call(ex, f, args, results);
+    /* The step is timed to the end of its work, not of its queueing. */
+    if (rc == RAF_OK)
+      rc = raf_device_synchronize(raf_exec_device(ex));
     double ms = now_ms() - t0;
     *total_ms += ms;
+    if (rc == RAF_OK)
+      rc = raf_exec_donate(ex, f, args, results);
+    double loss = 0;
+    bool has_loss = false;
+    if (rc == RAF_OK && f->nresults > 0)
+      rc = scalar_loss(ex, results[0], &loss, &has_loss);
     if (rc != RAF_OK)
       break;
-    raf_exec_donate(f, args, results);
-    double loss = 0;
-    bool has_loss = f->nresults > 0 && scalar_loss(results[0], &loss);
     if (log) {
       fprintf(log, "{\"step\": %ld", s + 1);
       if (has_loss)
@@ -662,11 +732,10 @@ static raf_module *load_module(raf_ctx *ctx, const options *o) {
     return NULL;
   }
   raf_pipeline *pl = m ? raf_pipeline_create(ctx) : NULL;
-  char opts[512];
-  snprintf(opts, sizeof opts, "dialects=%s", o->dialects ? o->dialects : "");
-  if (m && (!pl ||
-            raf_pipeline_add(pl, "dispatch", o->dialects ? opts : NULL) !=
-                RAF_OK ||
+  char opts[600];
+  snprintf(opts, sizeof opts, "device=%s%s%s", raf_device_kind_name(o->device),
+           o->dialects ? " dialects=" : "", o->dialects ? o->dialects : "");
+  if (m && (!pl || raf_pipeline_add(pl, "dispatch", opts) != RAF_OK ||
             raf_pipeline_run(pl, m, NULL) != RAF_OK)) {
     raf_module_destroy(m);
     m = NULL;
@@ -698,27 +767,27 @@ static raf_func *pick_function(raf_ctx *ctx, raf_module *m, const char *name) {
 
 /* --save: the leader writes every param and state whole, a sharded one
  * gathered from the ranks' parts first (every rank takes part). */
-static raf_status save_checkpoint(raf_ctx *ctx, raf_module *m,
+static raf_status save_checkpoint(raf_ctx *ctx, raf_exec *ex, raf_module *m,
                                   raf_func *f, const options *o,
                                   const rr_dist *d, raf_tensor **args) {
   if (d->world <= 1)
-    return rr_checkpoint_save(ctx, o->save, f, args);
+    return rr_checkpoint_save(ctx, ex, o->save, f, args);
   raf_tensor **whole = calloc((size_t)f->nargs + 1, sizeof *whole);
   raf_status rc = whole ? RAF_OK : RAF_ERROR;
   for (int i = 0; rc == RAF_OK && i < f->nargs; i++) {
     raf_type *t = rr_dist_whole_type(m, f, i, d);
     bool part = raf_attrs_find(&f->args[i].attrs, "sharded") != NULL;
-    whole[i] = !part ? args[i] : d->rank == 0 ? rr_dist_stage(t) : NULL;
+    whole[i] = !part ? args[i] : d->rank == 0 ? rr_host_tensor(t) : NULL;
     if (d->rank == 0 && !whole[i])
       rc = RAF_ERROR;
     else if (part)
-      rc = rr_dist_gather(ctx, d, args[i], whole[i]);
+      rc = rr_dist_gather(ctx, ex, d, args[i], whole[i]);
   }
   if (rc == RAF_OK && d->rank == 0)
-    rc = rr_checkpoint_save(ctx, o->save, f, whole);
+    rc = rr_checkpoint_save(ctx, ex, o->save, f, whole);
   for (int i = 0; whole && i < f->nargs; i++)
     if (whole[i] != args[i])
-      rr_dist_unstage(whole[i]);
+      rr_host_tensor_free(whole[i]);
   free(whole);
   return rc;
 }
@@ -747,15 +816,93 @@ static void end_job_on_error(const raf_ctx *ctx, const rr_dist *d,
   raf_mpi_abort(1);
 }
 
+/* The strings the flags' values were copied into. */
+static void free_options(options *o) {
+  for (int k = 0; k < o->ninputs; k++)
+    free(o->inputs[k].owned);
+  for (int k = 0; k < o->ndatasets; k++)
+    free(o->datasets[k].owned);
+}
+
+/* --list-devices: one line per device of --device's kind; exits 1 when
+ * there is none (or no driver, or no support in this build), saying why,
+ * so that tests can ask whether a GPU is there. */
+static int list_devices(const options *o) {
+  raf_ctx *ctx = raf_ctx_create();
+  if (!ctx) {
+    fprintf(stderr, "raf-run: out of memory\n");
+    return 1;
+  }
+  int count = 0;
+  raf_status rc = raf_device_count(ctx, o->device, &count);
+  if (rc == RAF_OK && count == 0) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "no %s device",
+                    raf_device_kind_name(o->device));
+    rc = RAF_ERROR;
+  }
+  for (int i = 0; rc == RAF_OK && i < count; i++) {
+    raf_device *dev;
+    if ((rc = raf_device_open(ctx, o->device, i, &dev)) == RAF_OK)
+      printf("%s\n", raf_device_describe(dev));
+    raf_device_destroy(dev);
+  }
+  raf_diag_render(ctx, stderr);
+  raf_ctx_destroy(ctx);
+  return rc == RAF_OK ? 0 : 1;
+}
+
+/* Opens device 0 of --device's kind into *out. Its failure is one line,
+ * "--device=cuda: no libcuda.so.1 (no NVIDIA driver)": the device's
+ * messages, collected apart, are reported again after the flag. */
+static raf_status open_device(raf_ctx *ctx, const options *o,
+                              raf_device **out) {
+  raf_ctx *scratch = raf_ctx_create();
+  if (!scratch) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
+    return RAF_ERROR;
+  }
+  const char *kind = raf_device_kind_name(o->device);
+  const char *why = raf_device_kind_unavailable(o->device);
+  raf_status rc = RAF_ERROR;
+  if (why)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--device=%s: raf-run was %s", kind, why);
+  else
+    rc = raf_device_open(scratch, o->device, 0, out);
+  for (size_t i = 0; i < raf_diag_count(scratch); i++) {
+    raf_loc loc;
+    raf_severity sev;
+    const char *msg;
+    raf_diag_get(scratch, i, &loc, &sev, &msg);
+    raf_diag_report(ctx, (raf_loc){0}, sev, "--device=%s: %s", kind, msg);
+  }
+  raf_ctx_destroy(scratch);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   options o;
   memset(&o, 0, sizeof o);
   int status = parse_args(argc, argv, &o);
-  if (status >= 0)
-    return status;
-  raf_ctx *ctx = raf_ctx_create();
-  if (!ctx) {
+  if (status < 0 && o.list_devices)
+    status = list_devices(&o);
+  raf_ctx *ctx = status < 0 ? raf_ctx_create() : NULL;
+  if (status < 0 && !ctx) {
     fprintf(stderr, "raf-run: out of memory\n");
+    status = 1;
+  }
+  if (status >= 0) {
+    free_options(&o);
+    return status;
+  }
+  /* The device first: a machine without it fails in one line, before any
+   * work (and before dispatch reports what has no kernel for it). */
+  raf_device *dev = NULL;
+  if (open_device(ctx, &o, &dev) != RAF_OK) {
+    if (rr_env_rank() == 0)
+      raf_diag_render(ctx, stderr);
+    raf_ctx_destroy(ctx);
+    free_options(&o);
     return 1;
   }
   /* Until the arguments are made every rank fails alike, and rank 0 alone
@@ -774,10 +921,15 @@ int main(int argc, char **argv) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cpus > rr_env_local_ranks() ? (int)(cpus / rr_env_local_ranks()) : 1;
   }
-  raf_exec_options eo = {.threads = o.threads,
+  raf_exec_options eo = {.device = dev,
+                         .threads = o.threads,
                          .check_numerics = o.check_numerics,
                          .profile = o.profile_top > 0};
-  raf_exec *ex = rc == RAF_OK ? raf_exec_create(ctx, m, &eo) : NULL;
+  raf_exec *ex = NULL;
+  if (rc == RAF_OK)
+    ex = raf_exec_create(ctx, m, &eo); /* dev is the executor's now */
+  else
+    raf_device_destroy(dev);
   raf_tensor **args = NULL, **results = NULL;
   dataset ds[MAX_DATASETS];
   memset(ds, 0, sizeof ds);
@@ -813,9 +965,10 @@ int main(int argc, char **argv) {
   if (setup_failed) {
     /* reported below */
   } else if (o.gradcheck) {
-    for (int k = 0; k < o.ndatasets; k++)
-      feed(&ds[k], 0, args[ds[k].arg]);
-    rc = rr_gradcheck(ctx, m, f, args, &o.grad, stdout, &failed);
+    for (int k = 0; k < o.ndatasets && rc == RAF_OK; k++)
+      rc = feed(ex, &ds[k], 0, args[ds[k].arg]);
+    if (rc == RAF_OK)
+      rc = rr_gradcheck(ctx, ex, m, f, args, &o.grad, stdout, &failed);
   } else {
     rc = run(ctx, ex, f, &o, leader, args, ds, results, &total_ms);
     if (rc == RAF_OK && leader)
@@ -826,7 +979,7 @@ int main(int argc, char **argv) {
   if (!setup_failed)
     end_job_on_error(ctx, &d, rc);
   if (rc == RAF_OK && o.save)
-    rc = save_checkpoint(ctx, m, f, &o, &d, args);
+    rc = save_checkpoint(ctx, ex, m, f, &o, &d, args);
   if (rc == RAF_OK && o.print_memory)
     printf("%speak tensor memory: %zu bytes\n", d.world > 1 ? rank_tag : "",
            raf_exec_peak_bytes(ex));
@@ -850,10 +1003,7 @@ int main(int argc, char **argv) {
     raf_exec_free(ex, results[r]);
   free(args);
   free(results);
-  for (int k = 0; k < o.ninputs; k++)
-    free(o.inputs[k].owned);
-  for (int k = 0; k < o.ndatasets; k++)
-    free(o.datasets[k].owned);
+  free_options(&o);
   raf_exec_destroy(ex);
   raf_module_destroy(m);
   raf_ctx_destroy(ctx);

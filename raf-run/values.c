@@ -8,6 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+raf_tensor *rr_host_tensor(raf_type *t) {
+  raf_tensor *s = malloc(sizeof *s);
+  size_t n = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+  if (!s || !(s->data = calloc(1, n + 1))) {
+    free(s);
+    return NULL;
+  }
+  s->type = t;
+  s->nbytes = n;
+  s->device = RAF_DEVICE_HOST;
+  return s;
+}
+
+void rr_host_tensor_free(raf_tensor *t) {
+  if (t)
+    free(t->data);
+  free(t);
+}
+
 static bool is_sep(char c) {
   return c == ',' || c == '[' || c == ']' || isspace((unsigned char)c);
 }

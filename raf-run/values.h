@@ -13,6 +13,18 @@
 
 #include <stdio.h>
 
+/* Host tensors: type t's bytes in host memory (raf_tensor.device is the
+ * host), outside any executor's memory count; what raf-run reads values
+ * into and prints from, and how it moves them to and from an executor's
+ * device (raf_exec_write and raf_exec_read). rr_host_tensor's is zeroed;
+ * NULL when out of memory. */
+raf_tensor *rr_host_tensor(raf_type *t);
+/* NULL is ignored. */
+void rr_host_tensor_free(raf_tensor *t);
+
+/* The functions below that fill or read a tensor's data take a host
+ * tensor, or a tensor of a host executor (whose memory is the host's). */
+
 /* Fills t from inline text: numbers (integers, floats, inf, nan, true,
  * false) separated by commas or blanks, brackets ignored, exactly numel of
  * them. `what` names the value in messages ("argument %x"). */

@@ -1,89 +1,23 @@
-/* exec.c: the executor (see exec.h for what it promises).
+/* exec.c: running the executor's plans (exec_internal.h; see exec.h for
+ * what the executor promises).
  *
- * Plans. A function's plan numbers its values into slots (arguments first,
- * then statement results in order) and turns each statement into a step:
- * the bound kernel, the operand and result slots, and the slots that die
- * after it. A value dies after its last use; a value nothing uses dies
- * right after the statement that made it; arguments belong to the caller
- * and returned values move to the caller, so neither is freed. Plans are
- * made once per function at raf_exec_create, so a call does no lookups.
- *
- * Calls. A `call` with no dialect annotation runs the callee's plan. One
- * annotated with a dialect (the dispatch pass's call rule: a dialect that
- * compiles the fused callee as a whole) runs that dialect's `call` kernel
- * like any statement, unless the dialect declines it at binding; then it
- * runs the callee's plan too.
- *
- * Dialect hooks (runtime/dialects.h). Before planning, raf_exec_create
- * calls each dialect's prepare hook (the llvm dialect compiles the fused
- * functions its calls name); binding a statement asks the dialect's bind
- * hook for the data its kernel gets (raf_kernel.bound). Nothing here knows
- * what a dialect does with them.
- *
- * Memory. Every buffer comes from take_buffer (raf_exec_alloc's tensors,
- * planned functions' arenas), which keeps the live and peak byte counts
- * that --print-memory reports. Freed buffers are kept for reuse by the
- * next request of the same rounded size (a training step asks for the
- * same sizes every step): fresh pages from the system would cost a page
- * fault per 4 KiB on every step. The spare buffers count in neither
- * figure; they go back to the system when the executor is destroyed.
+ * Plans (exec_plan.c) number a function's values into slots and turn each
+ * statement into a step; a call runs them in order: allocate the results
+ * of a step, run its kernel, free the slots whose last use it was. A
+ * `call` step that no dialect bound runs its callee's plan.
  *
  * Planned functions (a memory plan in their attributes, plan-memory's;
  * the section at the end of this file) run in one arena per call instead:
  * no allocation per statement, nothing freed after one, results in place
  * over their operands, updates computed in their arguments' buffers.
  */
-#include "runtime/exec.h"
-
-#include "ir/memplan.h"
-#include "runtime/dialects.h"
-#include "runtime/pool.h"
+#include "runtime/exec_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-typedef struct step {
-  raf_stmt *stmt;
-  raf_kernel_fn kernel; /* NULL for a call that runs its callee's plan */
-  const void *bound;    /* the dialect's bind hook's data */
-  struct plan *callee;  /* call */
-  int *in, *out, *dies; /* slots */
-  int ndies;
-  int64_t prof_ns, prof_runs; /* --profile: time in the kernel, and runs */
-} step;
-
-typedef struct plan {
-  raf_func *func;
-  int nslots;
-  int nsteps; /* the statements before return */
-  step *steps;
-  int *returned; /* func->nresults slots */
-  struct mplan *mem; /* the memory plan, when the function has one */
-  struct plan *next;
-} plan;
-
-/* A freed buffer kept for reuse, on the list of its bucket. */
-typedef struct spare {
-  size_t size;
-  struct spare *next;
-} spare;
-
-enum { SPARE_BUCKETS = 64 };
-
-struct raf_exec {
-  raf_ctx *ctx;
-  raf_module *m;
-  raf_exec_options opts;
-  raf_pool *pool;
-  plan *plans;
-  size_t live, peak;
-  spare *spares[SPARE_BUCKETS]; /* by (size / 64) % SPARE_BUCKETS */
-  void *dialect_state[RAF_DIALECT_COUNT]; /* the dialect hooks' */
-};
 
 raf_status raf_kernel_fail(const raf_kernel *k, const char *fmt, ...) {
   char msg[512];
@@ -123,374 +57,6 @@ void raf_kernel_parallel(const raf_kernel *k, int64_t n, int64_t grain,
   raf_pool_run(k->ex->pool, (n + grain - 1) / grain, run_chunk, &j);
 }
 
-/* ---- Tensors -------------------------------------------------------------- */
-
-/* The arena of a planned call whose results live in it: given back when
- * the last of them is freed. */
-typedef struct shared_arena {
-  void *data;
-  size_t bytes;
-  int refs;
-} shared_arena;
-
-/* A tensor this file hands out. A view's data belongs to something else:
- * an argument (a planned function's donated result), or a shared arena
- * (its other results), so freeing it frees the record and drops its
- * reference to the arena. */
-typedef struct handed {
-  raf_tensor t; /* first: a raf_tensor * is a handed * */
-  bool view;
-  shared_arena *owner;
-} handed;
-
-/* nbytes of counted memory (a spare buffer of its rounded size, or a new
- * one), 64-byte aligned; NULL when out of memory. */
-static void *take_buffer(raf_exec *ex, size_t nbytes) {
-  /* 64-byte alignment suits every vector unit; never a zero-size request. */
-  size_t rounded = nbytes ? (nbytes + 63) & ~(size_t)63 : 64;
-  void *data = NULL;
-  for (spare **at = &ex->spares[rounded / 64 % SPARE_BUCKETS]; *at;
-       at = &(*at)->next)
-    if ((*at)->size == rounded) {
-      data = *at;
-      *at = (*at)->next;
-      break;
-    }
-  if (!data)
-    data = aligned_alloc(64, rounded);
-  if (data) {
-    ex->live += nbytes;
-    if (ex->live > ex->peak)
-      ex->peak = ex->live;
-  }
-  return data;
-}
-
-static void give_buffer(raf_exec *ex, void *data, size_t nbytes) {
-  ex->live -= nbytes;
-  /* The buffer itself holds its spare record (it is at least 64 bytes). */
-  spare *sp = data;
-  sp->size = nbytes ? (nbytes + 63) & ~(size_t)63 : 64;
-  sp->next = ex->spares[sp->size / 64 % SPARE_BUCKETS];
-  ex->spares[sp->size / 64 % SPARE_BUCKETS] = sp;
-}
-
-raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
-  handed *x = malloc(sizeof *x);
-  size_t nbytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
-  void *data = x ? take_buffer(ex, nbytes) : NULL;
-  if (!data) {
-    free(x);
-    char buf[128];
-    raf_type_str(t, buf, sizeof buf);
-    raf_diag_report(ex->ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "out of memory allocating a %s tensor (%zu bytes)", buf,
-                    nbytes);
-    return NULL;
-  }
-  x->t = (raf_tensor){t, data, nbytes};
-  x->view = false;
-  x->owner = NULL;
-  return &x->t;
-}
-
-void raf_exec_free(raf_exec *ex, raf_tensor *t) {
-  if (!t)
-    return;
-  handed *x = (handed *)t;
-  if (!x->view) {
-    give_buffer(ex, t->data, t->nbytes);
-  } else if (x->owner && --x->owner->refs == 0) {
-    give_buffer(ex, x->owner->data, x->owner->bytes);
-    free(x->owner);
-  }
-  free(x);
-}
-
-size_t raf_exec_live_bytes(const raf_exec *ex) { return ex->live; }
-size_t raf_exec_peak_bytes(const raf_exec *ex) { return ex->peak; }
-int raf_exec_threads(const raf_exec *ex) { return raf_pool_threads(ex->pool); }
-
-int raf_exec_profile(const raf_exec *ex, raf_profile_entry **entries) {
-  int n = 0;
-  for (const plan *p = ex->plans; p; p = p->next)
-    for (int i = 0; i < p->nsteps; i++)
-      n += p->steps[i].prof_runs > 0;
-  *entries = calloc((size_t)n + 1, sizeof **entries);
-  if (!*entries)
-    return -1;
-  int k = 0;
-  for (const plan *p = ex->plans; p; p = p->next)
-    for (int i = 0; i < p->nsteps; i++)
-      if (p->steps[i].prof_runs > 0)
-        (*entries)[k++] = (raf_profile_entry){
-            p->steps[i].stmt, p->steps[i].prof_ns, p->steps[i].prof_runs};
-  return n;
-}
-
-/* ---- Planning ------------------------------------------------------------- */
-
-static plan *find_plan(raf_exec *ex, const raf_func *f) {
-  for (plan *p = ex->plans; p; p = p->next)
-    if (p->func == f)
-      return p;
-  return NULL;
-}
-
-static void free_mplan(struct mplan *m);
-
-static void free_plan(plan *p) {
-  free_mplan(p->mem);
-  for (int i = 0; i < p->nsteps; i++) {
-    free(p->steps[i].in);
-    free(p->steps[i].out);
-    free(p->steps[i].dies);
-  }
-  free(p->steps);
-  free(p->returned);
-  free(p);
-}
-
-/* The kernel bound to s, or NULL with a located error. */
-static raf_kernel_fn bind(raf_exec *ex, const raf_stmt *s) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
-  const char *op = raf_op_table[s->op].name;
-  if (!name) {
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "%s: no dialect chosen (run the dispatch pass)", op);
-    return NULL;
-  }
-  raf_dialect d;
-  if (!raf_dialect_from_name(name, strlen(name), &d) ||
-      !raf_dialect_implements(d, s->op, raf_stmt_key_dtype(s))) {
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "%s: dialect '%s' does not implement it", op, name);
-    return NULL;
-  }
-  raf_kernel_fn k = raf_dialect_kernel(d, s->op);
-  if (!k)
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "%s: dialect '%s' has no kernel for it in this build", op,
-                    name);
-  return k;
-}
-
-/* The bind hook's data for s in dialect d (NULL when none). */
-static const void *bind_data(raf_exec *ex, const raf_stmt *s, raf_dialect d,
-                             bool *has_hook) {
-  const raf_dialect_hooks *h = raf_dialect_hooks_of(d);
-  *has_hook = h && h->bind;
-  return *has_hook ? h->bind(ex->dialect_state[d], s) : NULL;
-}
-
-/* A call's kernel: NULL runs the callee's plan (no annotation, or the
- * dialect declined it); *ok false after a located error. */
-static raf_kernel_fn bind_call(raf_exec *ex, const raf_stmt *s,
-                               const void **bound, bool *ok) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
-  *bound = NULL;
-  if (!name)
-    return NULL;
-  raf_dialect d;
-  if (!raf_dialect_from_name(name, strlen(name), &d) ||
-      !raf_dialect_implements_call(d, s->callee)) {
-    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
-                    "call: dialect '%s' does not implement a call of @%s",
-                    name, s->callee->name);
-    *ok = false;
-    return NULL;
-  }
-  bool has_hook;
-  *bound = bind_data(ex, s, d, &has_hook);
-  raf_kernel_fn k = raf_dialect_kernel(d, s->op);
-  return k && (*bound || !has_hook) ? k : NULL;
-}
-
-static int *slots_of(raf_strmap *slot_of, raf_value *const *v, int n) {
-  int *out = calloc(n > 0 ? (size_t)n : 1, sizeof(int));
-  for (int i = 0; out && i < n; i++)
-    out[i] = (int)(intptr_t)raf_strmap_get(slot_of, v[i]->name,
-                                           strlen(v[i]->name)) -
-             1;
-  return out;
-}
-
-static void put_slot(raf_strmap *slot_of, const raf_value *v, int slot1) {
-  raf_strmap_put(slot_of, v->name, strlen(v->name), (void *)(intptr_t)slot1);
-}
-
-static plan *make_plan(raf_exec *ex, raf_func *f) {
-  plan *p = calloc(1, sizeof *p);
-  if (!p)
-    return NULL;
-  p->func = f;
-  raf_strmap slot_of; /* name -> slot + 1 */
-  raf_strmap_init(&slot_of);
-  int nslots = 0, nsteps = 0;
-  for (int i = 0; i < f->nargs; i++)
-    put_slot(&slot_of, f->args[i].value, ++nslots);
-  raf_stmt *ret = NULL;
-  for (raf_stmt *s = f->first; s; s = s->next) {
-    if (s->op == RAF_OP_RETURN) {
-      ret = s;
-      continue;
-    }
-    nsteps++;
-    for (int r = 0; r < s->nresults; r++)
-      put_slot(&slot_of, s->results[r], ++nslots);
-  }
-  p->nslots = nslots;
-  p->nsteps = nsteps;
-  p->steps = calloc((size_t)(nsteps ? nsteps : 1), sizeof(step));
-  /* dies_at[slot]: the step after which the slot's tensor is freed, the
-   * later of its definition and its last use; -1 for never. */
-  int *dies_at = malloc(sizeof(int) * (size_t)(nslots ? nslots : 1));
-  bool ok = p->steps && dies_at && ret;
-  for (int i = 0; ok && i < nslots; i++)
-    dies_at[i] = -1;
-  int k = 0;
-  for (raf_stmt *s = f->first; ok && s; s = s->next) {
-    if (s->op == RAF_OP_RETURN)
-      continue;
-    step *st = &p->steps[k];
-    st->stmt = s;
-    raf_value *ins[64], **inv = s->noperands <= 64
-                                    ? ins
-                                    : malloc(sizeof(raf_value *) *
-                                             (size_t)s->noperands);
-    for (int i = 0; inv && i < s->noperands; i++)
-      inv[i] = s->operands[i].value;
-    st->in = inv ? slots_of(&slot_of, inv, s->noperands) : NULL;
-    if (inv != ins)
-      free(inv);
-    st->out = slots_of(&slot_of, s->results, s->nresults);
-    ok = st->in && st->out;
-    for (int i = 0; ok && i < s->noperands; i++)
-      dies_at[st->in[i]] = k;
-    for (int r = 0; ok && r < s->nresults; r++)
-      dies_at[st->out[r]] = k;
-    if (s->op == RAF_OP_CALL && ok) {
-      st->kernel = bind_call(ex, s, &st->bound, &ok);
-    } else if (ok) {
-      st->kernel = bind(ex, s);
-      ok = st->kernel != NULL;
-      const char *name = raf_stmt_attr_str(s, "dialect");
-      raf_dialect d;
-      bool has_hook;
-      if (ok && raf_dialect_from_name(name, strlen(name), &d))
-        st->bound = bind_data(ex, s, d, &has_hook);
-    }
-    k++;
-  }
-  if (ok) {
-    raf_value **rv = malloc(sizeof *rv * (size_t)(ret->noperands + 1));
-    for (int i = 0; rv && i < ret->noperands; i++)
-      rv[i] = ret->operands[i].value;
-    p->returned = rv ? slots_of(&slot_of, rv, ret->noperands) : NULL;
-    free(rv);
-    ok = p->returned != NULL;
-  }
-  /* Arguments belong to the caller and returned values move to it. */
-  for (int i = 0; ok && i < f->nargs; i++)
-    dies_at[i] = -1;
-  for (int i = 0; ok && i < ret->noperands; i++)
-    dies_at[p->returned[i]] = -1;
-  for (int slot = 0; ok && slot < nslots; slot++) {
-    if (dies_at[slot] < 0)
-      continue;
-    step *st = &p->steps[dies_at[slot]];
-    int *d = realloc(st->dies, sizeof(int) * (size_t)(st->ndies + 1));
-    if (!d) {
-      ok = false;
-      break;
-    }
-    st->dies = d;
-    d[st->ndies++] = slot;
-  }
-  free(dies_at);
-  raf_strmap_free(&slot_of);
-  if (!ok) {
-    if (!ret)
-      raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
-                      "@%s has no return statement", f->name);
-    free_plan(p);
-    return NULL;
-  }
-  return p;
-}
-
-static raf_status attach_memory_plan(raf_exec *ex, plan *p);
-
-raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
-                          const raf_exec_options *opts) {
-  raf_exec *ex = calloc(1, sizeof *ex);
-  if (!ex)
-    return NULL;
-  ex->ctx = ctx;
-  ex->m = m;
-  if (opts)
-    ex->opts = *opts;
-  int threads = ex->opts.threads;
-  if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)n : 1;
-  }
-  ex->pool = raf_pool_create(threads);
-  bool ok = ex->pool != NULL;
-  for (int d = 0; ok && d < RAF_DIALECT_COUNT; d++) {
-    const raf_dialect_hooks *h = raf_dialect_hooks_of((raf_dialect)d);
-    if (h && h->prepare)
-      ok = h->prepare(ex, ctx, m, &ex->dialect_state[d]) == RAF_OK;
-  }
-  for (raf_func *f = m->first; ok && f; f = f->next) {
-    plan *p = make_plan(ex, f);
-    if (!p) {
-      ok = false;
-      continue;
-    }
-    p->next = ex->plans;
-    ex->plans = p;
-  }
-  for (plan *p = ex->plans; ok && p; p = p->next)
-    for (int i = 0; i < p->nsteps; i++)
-      if (p->steps[i].stmt->op == RAF_OP_CALL)
-        p->steps[i].callee = find_plan(ex, p->steps[i].stmt->callee);
-  for (plan *p = ex->plans; ok && p; p = p->next)
-    ok = attach_memory_plan(ex, p) == RAF_OK;
-  if (!ok) {
-    raf_exec_destroy(ex);
-    return NULL;
-  }
-  return ex;
-}
-
-void raf_exec_destroy(raf_exec *ex) {
-  if (!ex)
-    return;
-  while (ex->plans) {
-    plan *p = ex->plans;
-    ex->plans = p->next;
-    free_plan(p);
-  }
-  for (int d = 0; d < RAF_DIALECT_COUNT; d++) {
-    const raf_dialect_hooks *h = raf_dialect_hooks_of((raf_dialect)d);
-    if (h && h->release && ex->dialect_state[d])
-      h->release(ex->dialect_state[d]);
-  }
-  raf_pool_destroy(ex->pool);
-  for (int b = 0; b < SPARE_BUCKETS; b++)
-    while (ex->spares[b]) {
-      spare *sp = ex->spares[b];
-      ex->spares[b] = sp->next;
-      free(sp);
-    }
-  free(ex);
-}
-
-void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d) {
-  return d >= 0 && d < RAF_DIALECT_COUNT ? ex->dialect_state[d] : NULL;
-}
-
 /* ---- Running -------------------------------------------------------------- */
 
 /* ---- --check-numerics ------------------------------------------------------
@@ -508,15 +74,25 @@ void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d) {
  * (a kernel's vectorised math can differ from libm in the last ulp), the
  * error names the call. */
 
-/* The first NaN or Inf among t's elements, or -1. */
-static int64_t first_non_finite(const raf_tensor *t) {
+/* The first NaN or Inf among t's elements into *at (-1 for none), and its
+ * value into *v, read where the host can (staged from the device). */
+static raf_status first_non_finite(raf_exec *ex, const raf_tensor *t,
+                                   int64_t *at, double *v) {
   raf_dtype dt = t->type->dtype;
+  *at = -1;
   if (!raf_dtype_is_float(dt))
-    return -1;
+    return RAF_OK;
+  void *staged;
+  const void *data = raf_exec_host_data(ex, t, &staged);
+  if (!data)
+    return RAF_ERROR;
   for (int64_t i = 0; i < t->type->numel; i++)
-    if (!isfinite(raf_elem_get_f64(dt, t->data, i)))
-      return i;
-  return -1;
+    if (!isfinite(*v = raf_elem_get_f64(dt, data, i))) {
+      *at = i;
+      break;
+    }
+  free(staged);
+  return RAF_OK;
 }
 
 /* Whether a step is a call its dialect runs as one kernel. */
@@ -524,10 +100,11 @@ static bool runs_as_kernel(const step *st) {
   return st->stmt->op == RAF_OP_CALL && st->kernel && st->callee;
 }
 
-/* Before a call's kernel runs under --check-numerics: copies (not counted
- * as tensor memory) of the operands whose buffers a result shares, for a
- * replay; *saved NULL when there are none. */
-static raf_status save_overwritten(const step *st, raf_tensor *const *in,
+/* Before a call's kernel runs under --check-numerics: copies on the
+ * device (not counted as tensor memory) of the operands whose buffers a
+ * result shares, for a replay; *saved NULL when there are none. */
+static raf_status save_overwritten(raf_exec *ex, const step *st,
+                                   raf_tensor *const *in,
                                    raf_tensor *const *out,
                                    raf_tensor **saved) {
   const raf_stmt *s = st->stmt;
@@ -542,17 +119,18 @@ static raf_status save_overwritten(const step *st, raf_tensor *const *in,
       return RAF_ERROR;
     raf_tensor *c = &(*saved)[i];
     *c = *in[i];
-    c->data = malloc(in[i]->nbytes ? in[i]->nbytes : 1);
-    if (!c->data)
+    c->data = NULL;
+    if (raf_device_alloc(ex->device, in[i]->nbytes, &c->data) != RAF_OK ||
+        exec_copy_bytes(ex, c->data, c->device, in[i]->data, in[i]->device,
+                        in[i]->nbytes) != RAF_OK)
       return RAF_ERROR;
-    memcpy(c->data, in[i]->data, in[i]->nbytes);
   }
   return RAF_OK;
 }
 
-static void free_saved(const step *st, raf_tensor *saved) {
+static void free_saved(raf_exec *ex, const step *st, raf_tensor *saved) {
   for (int i = 0; saved && i < st->stmt->noperands; i++)
-    free(saved[i].data);
+    raf_device_free(ex->device, saved[i].data);
   free(saved);
 }
 
@@ -585,11 +163,13 @@ static raf_status check_numerics(raf_exec *ex, const step *st,
                                  raf_tensor *const *out, raf_tensor *saved) {
   const raf_stmt *s = st->stmt;
   for (int r = 0; r < s->nresults; r++) {
-    int64_t i = first_non_finite(out[r]);
+    int64_t i;
+    double v;
+    if (first_non_finite(ex, out[r], &i, &v) != RAF_OK)
+      return RAF_ERROR;
     if (i < 0)
       continue;
     raf_dtype dt = out[r]->type->dtype;
-    double v = raf_elem_get_f64(dt, out[r]->data, i);
     const char *what = isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
     const char *dialect = raf_stmt_attr_str(s, "dialect");
     if (runs_as_kernel(st) && replay_call(ex, st, in, saved) != RAF_OK) {
@@ -721,9 +301,7 @@ static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
     raf_tensor *t = slot[from];
     if (rc == RAF_OK && shared && t) {
       raf_tensor *c = raf_exec_alloc(ex, t->type);
-      if (c)
-        memcpy(c->data, t->data, t->nbytes);
-      else
+      if (!c || raf_exec_copy(ex, c, t) != RAF_OK)
         rc = RAF_ERROR;
       t = c;
     }
@@ -746,17 +324,29 @@ static raf_status run_plan(raf_exec *ex, plan *p, raf_tensor *const *args,
 
 raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
                          raf_tensor **results) {
-  plan *p = find_plan(ex, f);
+  plan *p = exec_find_plan(ex, f);
   if (!p) {
     raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR, "@%s was not planned",
                     f->name);
     return RAF_ERROR;
   }
+  /* Kernels read their operands where they run. */
+  raf_device_kind here = raf_device_kind_of(ex->device);
+  for (int i = 0; i < f->nargs; i++)
+    if (args[i]->device != here) {
+      raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
+                      "@%s: argument %%%s is on %s, but the executor runs on "
+                      "%s",
+                      f->name, f->args[i].value->name,
+                      raf_device_kind_name(args[i]->device),
+                      raf_device_name(ex->device));
+      return RAF_ERROR;
+    }
   return run_plan(ex, p, args, results);
 }
 
-void raf_exec_donate(raf_func *f, raf_tensor *const *args,
-                     raf_tensor *const *results) {
+raf_status raf_exec_donate(raf_exec *ex, raf_func *f, raf_tensor *const *args,
+                           raf_tensor *const *results) {
   for (int r = 0; r < f->nresults; r++) {
     const raf_attr *a = raf_attrs_find(&f->results[r].attrs, "updates");
     if (!a || a->kind != RAF_ATTR_VALUE || !a->val.u.value)
@@ -764,9 +354,11 @@ void raf_exec_donate(raf_func *f, raf_tensor *const *args,
     int k = a->val.u.value->index;
     /* A planned function's donated result is in the buffer already. */
     if (k >= 0 && k < f->nargs && args[k]->nbytes == results[r]->nbytes &&
-        args[k]->data != results[r]->data)
-      memcpy(args[k]->data, results[r]->data, results[r]->nbytes);
+        args[k]->data != results[r]->data &&
+        raf_exec_copy(ex, args[k], results[r]) != RAF_OK)
+      return RAF_ERROR;
   }
+  return RAF_OK;
 }
 
 /* ---- Planned functions ------------------------------------------------------
@@ -792,80 +384,6 @@ void raf_exec_donate(raf_func *f, raf_tensor *const *args,
  * that (the llvm dialect compiles one that takes the pair as one buffer),
  * else its callee statement by statement. */
 
-typedef struct mplan {
-  raf_mem_plan mp;    /* the places, by slot (a slot is a value id) */
-  raf_tensor *view;   /* per slot: the record a call hands out */
-  raf_tensor **slot;  /* per slot: the tensor during a call */
-  raf_tensor **io;    /* a step's operands and results */
-  bool *interp;       /* per step: a call run statement by statement */
-  bool *skip;         /* per step: a copy in place, nothing to run */
-  bool *moves;        /* per step: it has staged results to move */
-} mplan;
-
-static void free_mplan(mplan *m) {
-  if (!m)
-    return;
-  raf_mem_free(&m->mp);
-  free(m->view);
-  free(m->slot);
-  free(m->io);
-  free(m->interp);
-  free(m->skip);
-  free(m->moves);
-  free(m);
-}
-
-static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
-  mplan *m = calloc(1, sizeof *m);
-  if (!m)
-    return RAF_ERROR;
-  if (raf_mem_read(ex->ctx, p->func, &m->mp) != RAF_OK ||
-      !m->mp.planned) {
-    bool planned = m->mp.planned;
-    free_mplan(m);
-    return planned ? RAF_ERROR : RAF_OK;
-  }
-  raf_mem_plan *mp = &m->mp;
-  int nio = 1;
-  for (int k = 0; k < p->nsteps; k++) {
-    const raf_stmt *s = p->steps[k].stmt;
-    if (s->noperands + s->nresults > nio)
-      nio = s->noperands + s->nresults;
-  }
-  size_t n = (size_t)mp->nvalues + 1, ns = (size_t)p->nsteps + 1;
-  m->view = calloc(n, sizeof *m->view);
-  m->slot = calloc(n, sizeof *m->slot);
-  m->io = calloc((size_t)nio, sizeof *m->io);
-  m->interp = calloc(ns, sizeof *m->interp);
-  m->skip = calloc(ns, sizeof *m->skip);
-  m->moves = calloc(ns, sizeof *m->moves);
-  if (!m->view || !m->slot || !m->io || !m->interp || !m->skip ||
-      !m->moves ||
-      mp->nvalues != p->nslots || mp->nstmts != p->nsteps) {
-    free_mplan(m);
-    raf_diag_report(ex->ctx, p->func->loc, RAF_SEV_ERROR,
-                    "out of memory planning @%s", p->func->name);
-    return RAF_ERROR;
-  }
-  for (int id = 0; id < mp->nvalues; id++)
-    m->view[id] = (raf_tensor){mp->v[id].value->type, NULL,
-                               (size_t)mp->v[id].bytes};
-  for (int k = 0; k < p->nsteps; k++) {
-    const step *st = &p->steps[k];
-    for (int r = 0; r < st->stmt->nresults; r++) {
-      m->moves[k] |= mp->v[st->out[r]].staged;
-      if (mp->v[st->out[r]].inplace >= 0) {
-        /* A dialect's bind hook bound a call only to a kernel that honours
-         * its `inplace` (runtime/dialects.h); one with no hook cannot. */
-        m->interp[k] =
-            st->stmt->op == RAF_OP_CALL && st->kernel && !st->bound;
-        m->skip[k] = raf_op_table[st->stmt->op].inplace == RAF_INPLACE_VIEW;
-      }
-    }
-  }
-  p->mem = m;
-  return RAF_OK;
-}
 
 /* A call from a planned function: the callee writes into out's buffers. */
 static raf_status call_into(raf_exec *ex, step *st, raf_tensor **in,
@@ -880,25 +398,11 @@ static raf_status call_into(raf_exec *ex, step *st, raf_tensor **in,
   raf_status rc = run_plan(ex, g, in, made);
   for (int r = 0; r < n; r++) {
     if (rc == RAF_OK)
-      memcpy(out[r]->data, made[r]->data, out[r]->nbytes);
+      rc = raf_exec_copy(ex, out[r], made[r]);
     raf_exec_free(ex, made[r]);
   }
   free(made);
   return rc;
-}
-
-/* A new tensor record for data that another tensor owns. */
-static raf_tensor *view_of(raf_exec *ex, raf_type *t, void *data) {
-  handed *x = malloc(sizeof *x);
-  if (!x) {
-    raf_diag_report(ex->ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
-    return NULL;
-  }
-  x->t = (raf_tensor){t, data,
-                      (size_t)t->numel * (size_t)raf_dtype_size(t->dtype)};
-  x->view = true;
-  x->owner = NULL;
-  return &x->t;
 }
 
 /* The results of a call that allocates its own: views of the arena for
@@ -918,17 +422,18 @@ static raf_status hand_results(raf_exec *ex, plan *p, raf_tensor *const *args,
     if (v->kind == RAF_MEM_RESULT && v->index == q) {
       results[q] = t;
     } else if (v->kind == RAF_MEM_DONATED) {
-      results[q] = view_of(ex, t->type, args[v->index]->data);
+      results[q] = exec_view_of(ex, t->type, args[v->index]->data);
     } else if (v->kind == RAF_MEM_ARENA && id >= f->nargs &&
                v->returned == q) {
       if (!*sh && (*sh = malloc(sizeof **sh)))
         **sh = (shared_arena){arena, (size_t)m->mp.arena, 0};
-      if (*sh && (results[q] = view_of(ex, t->type, t->data))) {
+      if (*sh && (results[q] = exec_view_of(ex, t->type, t->data))) {
         ((handed *)results[q])->owner = *sh;
         (*sh)->refs++;
       }
-    } else if ((results[q] = raf_exec_alloc(ex, t->type))) {
-      memcpy(results[q]->data, t->data, t->nbytes);
+    } else if ((results[q] = raf_exec_alloc(ex, t->type)) &&
+               raf_exec_copy(ex, results[q], t) != RAF_OK) {
+      return RAF_ERROR; /* the caller frees results[q] */
     }
     if (!results[q])
       return RAF_ERROR;
@@ -941,7 +446,7 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
   mplan *m = p->mem;
   raf_mem_plan *mp = &m->mp;
   raf_func *f = p->func;
-  char *arena = take_buffer(ex, (size_t)mp->arena);
+  char *arena = exec_take_buffer(ex, (size_t)mp->arena);
   if (!arena) {
     raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
                     "out of memory allocating the arena of @%s (%lld bytes)",
@@ -985,7 +490,7 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
       rc = call_into(ex, st, in, out);
     } else {
       if (ex->opts.check_numerics && runs_as_kernel(st) &&
-          save_overwritten(st, in, out, &saved) != RAF_OK) {
+          save_overwritten(ex, st, in, out, &saved) != RAF_OK) {
         raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                         "call: out of memory saving operands for "
                         "--check-numerics");
@@ -997,14 +502,15 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
     }
     if (rc == RAF_OK && ex->opts.check_numerics)
       rc = check_numerics(ex, st, in, out, saved);
-    free_saved(st, saved);
+    free_saved(ex, st, saved);
     int64_t t0 = m->moves[k] && ex->opts.profile ? now_ns() : 0;
     for (int r = 0; rc == RAF_OK && m->moves[k] && r < s->nresults; r++) {
       const raf_mem_value *v = &mp->v[st->out[r]];
       if (!v->staged)
         continue;
       /* Into the argument's buffer, now that the statement has read it. */
-      memcpy(args[v->index]->data, out[r]->data, out[r]->nbytes);
+      rc = exec_copy_bytes(ex, args[v->index]->data, args[v->index]->device,
+                           out[r]->data, out[r]->device, out[r]->nbytes);
       out[r]->data = args[v->index]->data;
     }
     if (t0) /* the statement's cost includes moving what it staged */
@@ -1014,8 +520,8 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
     /* An argument returned, or a value returned twice, is copied. */
     for (int q = 0; q < f->nresults; q++) {
       raf_tensor *t = m->slot[p->returned[q]];
-      if (t->data != results[q]->data)
-        memcpy(results[q]->data, t->data, t->nbytes);
+      if (rc == RAF_OK && t->data != results[q]->data)
+        rc = raf_exec_copy(ex, results[q], t);
     }
   }
   shared_arena *sh = NULL;
@@ -1038,6 +544,6 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
         raf_exec_free(ex, m->slot[id]);
   }
   if (!held)
-    give_buffer(ex, arena, (size_t)mp->arena);
+    exec_give_buffer(ex, arena, (size_t)mp->arena);
   return rc;
 }

@@ -17,6 +17,15 @@
  *
  * Tensor memory is counted: raf_exec_peak_bytes is the most that was live
  * at once, arguments, results and arenas included.
+ *
+ * Device. The executor owns one device (runtime/device.h; the host unless
+ * told otherwise): every tensor it allocates and every arena is that
+ * device's memory, and every statement must be bound to a dialect that
+ * runs there (a statement of a cpu dialect on a cuda executor is a located
+ * error, never a silent run on the host). Tensor data crosses between the
+ * host and the device only through raf_exec_write, raf_exec_read,
+ * raf_exec_copy, raf_exec_zero and raf_exec_host_data below, which are
+ * plain memcpy on the host device (docs/Device.md).
  */
 #ifndef RAF_EXEC_H
 #define RAF_EXEC_H
@@ -24,6 +33,9 @@
 #include "runtime/kernel.h"
 
 typedef struct raf_exec_options {
+  /* The device to run on, which raf_exec_create takes over (it is closed
+   * with the executor, or when raf_exec_create fails); NULL: the host. */
+  raf_device *device;
   int threads;         /* 0: one per online CPU */
   bool check_numerics; /* stop at the first NaN or Inf a statement makes */
   bool profile;        /* time every kernel run (raf_exec_profile) */
@@ -64,8 +76,8 @@ raf_status raf_exec_call(raf_exec *ex, raf_func *f, raf_tensor *const *args,
                          raf_tensor **results);
 /* Copies every result that carries {updates = %arg} into that argument's
  * buffer: the in-place donation of docs/LangRef.md's training conventions. */
-void raf_exec_donate(raf_func *f, raf_tensor *const *args,
-                     raf_tensor *const *results);
+raf_status raf_exec_donate(raf_exec *ex, raf_func *f, raf_tensor *const *args,
+                           raf_tensor *const *results);
 
 /* The state a dialect's prepare hook made for this executor (dialects.h),
  * or NULL. */
@@ -73,5 +85,30 @@ void *raf_exec_dialect_state(const raf_exec *ex, raf_dialect d);
 
 size_t raf_exec_live_bytes(const raf_exec *ex);
 size_t raf_exec_peak_bytes(const raf_exec *ex);
+
+/* ---- Tensor data (runtime/exec_mem.c) ------------------------------------
+ * A tensor given to these lives on the host (raf_tensor.device zero: a
+ * host tensor of the caller's) or on the executor's device. Copies to and
+ * from the host are done when they return. Each reports its failure. */
+
+/* The executor's device (owned by the executor). */
+raf_device *raf_exec_device(const raf_exec *ex);
+/* n bytes of host memory src into t's bytes from `offset`. */
+raf_status raf_exec_write(raf_exec *ex, raf_tensor *t, size_t offset,
+                          const void *src, size_t n);
+/* n of t's bytes from `offset` into host memory dst. */
+raf_status raf_exec_read(raf_exec *ex, const raf_tensor *t, size_t offset,
+                         void *dst, size_t n);
+/* src's bytes into dst, of the same size. */
+raf_status raf_exec_copy(raf_exec *ex, raf_tensor *dst,
+                         const raf_tensor *src);
+/* n of t's bytes from `offset` set to zero. */
+raf_status raf_exec_zero(raf_exec *ex, raf_tensor *t, size_t offset,
+                         size_t n);
+/* t's bytes where the host can read them: t->data itself when the host
+ * addresses it (*staged NULL), else a copy in a new host buffer (*staged,
+ * which the caller frees with free()). NULL when that fails. */
+const void *raf_exec_host_data(raf_exec *ex, const raf_tensor *t,
+                               void **staged);
 
 #endif

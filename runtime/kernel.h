@@ -16,12 +16,17 @@
 #define RAF_KERNEL_H
 
 #include "ir/ir.h"
+#include "runtime/device.h"
 
-/* A tensor: a buffer holding type->numel elements in C order. */
+/* A tensor: a buffer holding type->numel elements in C order, in the
+ * memory of `device`: the host's (zero, the default), or the executor's
+ * device's, which only that device's kernels and copies may touch
+ * (raf_exec_read and friends, exec.h). */
 typedef struct raf_tensor {
   raf_type *type;
   void *data;
   size_t nbytes;
+  raf_device_kind device;
 } raf_tensor;
 
 typedef struct raf_exec raf_exec;

@@ -79,6 +79,20 @@ config.substitutions.append(
      % os.path.join(os.path.dirname(os.path.dirname(__file__)), "dist",
                     "lsan.supp")))
 
-# GPU tests say `REQUIRES: cuda`.
-if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
-    config.available_features.add("cuda")
+# The cuda device (runtime/cuda/): a build with the CUDA toolkit's headers
+# has the feature `cuda-support` and the fake driver of
+# test/cuda/fake_driver.c (%fake-cuda: the folder of its libcuda.so.1, for
+# LD_LIBRARY_PATH). GPU tests say `REQUIRES: cuda`: raf-run finds a usable
+# device (a driver and a GPU) on this machine, as its --list-devices says.
+if "RAF_HAVE_CUDA:INTERNAL=ON" in cache:
+    config.available_features.add("cuda-support")
+    config.substitutions.append(("%fake-cuda", os.path.join(raf_bin, "fake-cuda")))
+try:
+    import subprocess
+    probe = subprocess.run(
+        [os.path.join(raf_bin, "raf-run"), "--device=cuda", "--list-devices"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    if probe.returncode == 0:
+        config.available_features.add("cuda")
+except (OSError, subprocess.TimeoutExpired):
+    pass

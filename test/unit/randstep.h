@@ -191,12 +191,14 @@ static inline raf_tensor **step_run_twice(program *p, raf_func *f,
       raf_exec_free(p->ex, res[r]);
       res[r] = NULL;
     }
-    if (raf_exec_call(p->ex, f, args, res) != RAF_OK) {
+    if (raf_exec_call(p->ex, f, args, res) != RAF_OK ||
+        raf_exec_donate(p->ex, f, args, res) != RAF_OK) {
       raf_diag_render(p->ctx, stderr);
+      for (int r = 0; r < f->nresults; r++)
+        raf_exec_free(p->ex, res[r]);
       free(res);
       return NULL;
     }
-    raf_exec_donate(f, args, res);
   }
   return res;
 }

@@ -1,0 +1,302 @@
+/* fake_driver.c: a stand-in for the NVIDIA driver's libcuda.so.1, for
+ * testing the cuda device (runtime/cuda/) on machines without a GPU.
+ *
+ * It exports cuGetProcAddress_v2 only, as raf expects, and answers for
+ * the entry points of runtime/cuda/driver.def: device memory is host
+ * memory, copies and memsets are done at once, events read the clock,
+ * modules and launches are refused (CUDA_ERROR_NOT_SUPPORTED). Device
+ * pointers are host addresses with bit 63 flipped, so that host code that
+ * reads or writes device memory directly crashes rather than passes.
+ *
+ * The environment shapes the fake machine:
+ *   RAF_FAKE_CUDA_DEVICES=N     how many GPUs (default 1; 0: cuInit says
+ *                               CUDA_ERROR_NO_DEVICE, as a driver does on
+ *                               a machine without a GPU)
+ *   RAF_FAKE_CUDA_MISSING=name  an entry point cuGetProcAddress lacks
+ * Memory still allocated when the last primary context is released is
+ * reported on stderr ("fake cuda: N allocations never freed").
+ *
+ * Built as libcuda.so.1 in the build tree's fake-cuda/ (CMakeLists.txt);
+ * tests reach it through LD_LIBRARY_PATH.
+ */
+#include <cuda.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { FAKE_DRIVER_VERSION = 12040 };
+
+#define DEVICE_BIT ((uint64_t)1 << 63)
+
+static long live_allocations;
+static int retained; /* primary context references */
+static int token;    /* what handles point at */
+
+static void *host_of(CUdeviceptr p) { return (void *)(uintptr_t)(p ^ DEVICE_BIT); }
+
+static int device_count(void) {
+  const char *v = getenv("RAF_FAKE_CUDA_DEVICES");
+  return v && *v ? atoi(v) : 1;
+}
+
+static CUresult fake_cuGetErrorString(CUresult e, const char **s) {
+  switch (e) {
+  case CUDA_SUCCESS: *s = "no error"; break;
+  case CUDA_ERROR_NO_DEVICE: *s = "no CUDA-capable device is detected"; break;
+  case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
+  case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
+  case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
+  switch (e) {
+  case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
+  case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
+  case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+  case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+  case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuInit(unsigned int flags) {
+  (void)flags;
+  return device_count() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+}
+
+static CUresult fake_cuDriverGetVersion(int *v) {
+  *v = FAKE_DRIVER_VERSION;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetCount(int *n) {
+  *n = device_count();
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGet(CUdevice *d, int ordinal) {
+  if (ordinal < 0 || ordinal >= device_count())
+    return CUDA_ERROR_INVALID_VALUE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
+  snprintf(name, (size_t)len, "raf fake GPU %d", (int)d);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
+                                          CUdevice d) {
+  (void)d;
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
+  (void)d;
+  *bytes = (size_t)1 << 30;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  (void)d;
+  retained++;
+  *c = (CUcontext)&token;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
+  (void)d;
+  if (--retained == 0 && live_allocations)
+    fprintf(stderr, "fake cuda: %ld allocations never freed\n",
+            live_allocations);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuCtxSetCurrent(CUcontext c) {
+  return c == (CUcontext)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  if (bytes > ((size_t)1 << 30))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  /* cuMemAlloc's alignment: 256 bytes. */
+  void *h = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+  if (!h)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  live_allocations++;
+  *p = (CUdeviceptr)(uintptr_t)h ^ DEVICE_BIT;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemFree(CUdeviceptr p) {
+  if (!(p & DEVICE_BIT))
+    return CUDA_ERROR_INVALID_VALUE; /* a host pointer */
+  live_allocations--;
+  free(host_of(p));
+  return CUDA_SUCCESS;
+}
+
+/* Copies check that device ends are device pointers. */
+static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
+                                       size_t n, CUstream s) {
+  (void)s;
+  if (!(dst & DEVICE_BIT))
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy(host_of(dst), src, n);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
+                                       CUstream s) {
+  (void)s;
+  if (!(src & DEVICE_BIT))
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy(dst, host_of(src), n);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
+                                       size_t n, CUstream s) {
+  (void)s;
+  if (!(dst & DEVICE_BIT) || !(src & DEVICE_BIT))
+    return CUDA_ERROR_INVALID_VALUE;
+  memmove(host_of(dst), host_of(src), n);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
+                                     CUstream s) {
+  (void)s;
+  if (!(p & DEVICE_BIT))
+    return CUDA_ERROR_INVALID_VALUE;
+  memset(host_of(p), v, n);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamCreate(CUstream *s, unsigned int flags) {
+  (void)flags;
+  *s = (CUstream)&token;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuStreamDestroy(CUstream s) {
+  return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuStreamSynchronize(CUstream s) {
+  return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* An event is a malloc'd time in ns, -1 before it is recorded. */
+static CUresult fake_cuEventCreate(CUevent *e, unsigned int flags) {
+  (void)flags;
+  int64_t *t = malloc(sizeof *t);
+  if (!t)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *t = -1;
+  *e = (CUevent)t;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
+  (void)s;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  *(int64_t *)e = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventSynchronize(CUevent e) {
+  return *(int64_t *)e >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  int64_t t0 = *(int64_t *)a, t1 = *(int64_t *)b;
+  if (t0 < 0 || t1 < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *ms = (float)((double)(t1 - t0) * 1e-6);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuEventDestroy(CUevent e) {
+  free(e);
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
+                                        unsigned int n, CUjit_option *o,
+                                        void **v) {
+  (void)m, (void)image, (void)n, (void)o, (void)v;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
+                                         const char *name) {
+  (void)f, (void)m, (void)name;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuModuleUnload(CUmodule m) {
+  (void)m;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream s,
+                                    void **params, void **extra) {
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
+  (void)shared, (void)s, (void)params, (void)extra;
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static const struct {
+  const char *name;
+  void (*fn)(void);
+} entries[] = {
+#define E(name) {#name, (void (*)(void))fake_##name}
+    E(cuGetErrorString), E(cuGetErrorName), E(cuInit),
+    E(cuDriverGetVersion), E(cuDeviceGetCount), E(cuDeviceGet),
+    E(cuDeviceGetName), E(cuDeviceGetAttribute), E(cuDeviceTotalMem),
+    E(cuDevicePrimaryCtxRetain), E(cuDevicePrimaryCtxRelease),
+    E(cuCtxSetCurrent), E(cuMemAlloc), E(cuMemFree), E(cuMemcpyHtoDAsync),
+    E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemsetD8Async),
+    E(cuStreamCreate), E(cuStreamDestroy), E(cuStreamSynchronize),
+    E(cuEventCreate), E(cuEventRecord), E(cuEventSynchronize),
+    E(cuEventElapsedTime), E(cuEventDestroy), E(cuModuleLoadDataEx),
+    E(cuModuleGetFunction), E(cuModuleUnload), E(cuLaunchKernel),
+#undef E
+};
+
+/* As the driver: a version above its own is CUDA_ERROR_INVALID_VALUE; an
+ * unknown symbol is success with a NULL function. */
+CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
+                                     int version, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *status) {
+  (void)flags;
+  *pfn = NULL;
+  if (status)
+    *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (version > FAKE_DRIVER_VERSION)
+    return CUDA_ERROR_INVALID_VALUE;
+  const char *missing = getenv("RAF_FAKE_CUDA_MISSING");
+  if (missing && strcmp(missing, symbol) == 0)
+    return CUDA_SUCCESS;
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    if (strcmp(entries[i].name, symbol) == 0) {
+      memcpy(pfn, &entries[i].fn, sizeof *pfn);
+      if (status)
+        *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_SUCCESS;
+}

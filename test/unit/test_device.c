@@ -1,0 +1,318 @@
+/* test_device.c: the device layer (runtime/device.h) and the executor's
+ * transfers through it (runtime/exec.h).
+ *
+ * On the host: alloc, the three kinds of copy, memset, events, and an
+ * executor whose function returns its argument (a device-to-device copy)
+ * with raf_exec_write, raf_exec_read and raf_exec_host_data around it.
+ * In a build with CUDA: the loader's refusals (a library that is not
+ * there: "no NAME (no NVIDIA driver)"; one that is no driver), and, with
+ * RAF_TEST_FAKE_CUDA=1 (CTest sets it, with LD_LIBRARY_PATH on the fake
+ * driver of test/cuda/fake_driver.c), the same operations on the cuda
+ * device, a machine without a GPU, a driver that lacks an entry point,
+ * and a cpu statement refused on the cuda executor. Its device pointers
+ * crash the host if read directly, so passing means nothing did.
+ *
+ * `test_device --gpu` runs the cuda part on this machine's own driver and
+ * GPU, and exits 77 (skipped) when there is none.
+ */
+#include "runtime/device.h"
+#include "runtime/exec.h"
+
+#ifdef RAF_HAVE_CUDA
+#include "runtime/cuda/driver.h"
+#endif
+
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#include "test/unit/check.h"
+
+static const char *last_error(raf_ctx *ctx) {
+  const char *msg = "";
+  if (raf_diag_count(ctx))
+    raf_diag_get(ctx, raf_diag_count(ctx) - 1, NULL, NULL, &msg);
+  return msg;
+}
+
+/* alloc, copies of every kind, memset and events on d. */
+static void exercise(raf_device *d) {
+  enum { N = 250 };
+  float src[N], back[N];
+  for (int i = 0; i < N; i++)
+    src[i] = (float)i * 0.5f - 3;
+  void *a = NULL, *b = NULL, *empty = NULL;
+  CHECK(raf_device_alloc(d, sizeof src, &a) == RAF_OK && a);
+  CHECK(raf_device_alloc(d, sizeof src, &b) == RAF_OK && b);
+  CHECK(raf_device_alloc(d, 0, &empty) == RAF_OK && empty);
+  if (!a || !b)
+    return;
+  CHECK((uintptr_t)a % 64 == 0 && (uintptr_t)b % 64 == 0);
+  CHECK(raf_device_copy(d, a, src, sizeof src, RAF_COPY_HOST_TO_DEVICE) ==
+        RAF_OK);
+  CHECK(raf_device_copy(d, b, a, sizeof src, RAF_COPY_DEVICE_TO_DEVICE) ==
+        RAF_OK);
+  /* b[10..20) = 0, then a[0..5) = b[8..13) = {src[8], src[9], 0, 0, 0}. */
+  CHECK(raf_device_memset(d, (char *)b + 10 * sizeof(float), 0,
+                          10 * sizeof(float)) == RAF_OK);
+  CHECK(raf_device_copy(d, a, (char *)b + 8 * sizeof(float),
+                        5 * sizeof(float),
+                        RAF_COPY_DEVICE_TO_DEVICE) == RAF_OK);
+  CHECK(raf_device_synchronize(d) == RAF_OK);
+  memset(back, 0xff, sizeof back);
+  CHECK(raf_device_copy(d, back, b, sizeof back, RAF_COPY_DEVICE_TO_HOST) ==
+        RAF_OK);
+  for (int i = 0; i < N; i++)
+    if (back[i] != (i >= 10 && i < 20 ? 0 : src[i])) {
+      CHECK(!"b's elements");
+      break;
+    }
+  CHECK(raf_device_copy(d, back, a, 6 * sizeof(float),
+                        RAF_COPY_DEVICE_TO_HOST) == RAF_OK);
+  CHECK(back[0] == src[8] && back[1] == src[9] && back[2] == 0 &&
+        back[4] == 0 && back[5] == src[5]);
+
+  raf_event *start = NULL, *end = NULL, *never = NULL;
+  CHECK(raf_device_event_create(d, &start) == RAF_OK && start);
+  CHECK(raf_device_event_create(d, &end) == RAF_OK && end);
+  CHECK(raf_device_event_create(d, &never) == RAF_OK && never);
+  CHECK(raf_device_event_record(d, start) == RAF_OK);
+  CHECK(raf_device_memset(d, a, 7, sizeof src) == RAF_OK);
+  CHECK(raf_device_event_record(d, end) == RAF_OK);
+  double ms = -1;
+  CHECK(raf_device_event_elapsed(d, start, end, &ms) == RAF_OK && ms >= 0);
+  /* An event never recorded is an error, not a number. */
+  CHECK(raf_device_event_elapsed(d, start, never, &ms) == RAF_ERROR);
+  raf_device_event_destroy(d, start);
+  raf_device_event_destroy(d, end);
+  raf_device_event_destroy(d, never);
+  raf_device_free(d, a);
+  raf_device_free(d, b);
+  raf_device_free(d, empty);
+  raf_device_free(d, NULL);
+}
+
+/* An executor on d (which it takes over) running @id, which returns its
+ * argument: results are copies on the device; the executor's transfers
+ * put values in and take them out. */
+static void exercise_exec(raf_ctx *ctx, raf_device *d) {
+  const char *text = "func @id(%x: f32[5]) -> (f32[5], f32[5]) {\n"
+                     "  return %x, %x\n"
+                     "}\n";
+  raf_module *m = raf_parse_module(ctx, "id.raf", text, strlen(text), 1);
+  CHECK(m && raf_verify_module(ctx, m) == RAF_OK);
+  raf_exec_options eo = {.device = d, .threads = 1};
+  raf_exec *ex = m ? raf_exec_create(ctx, m, &eo) : NULL;
+  CHECK(ex != NULL);
+  if (!ex) {
+    raf_module_destroy(m);
+    return;
+  }
+  raf_device_kind kind = raf_device_kind_of(d);
+  CHECK(raf_exec_device(ex) == d);
+  raf_func *f = m->first;
+  raf_tensor *x = raf_exec_alloc(ex, f->args[0].value->type);
+  CHECK(x && x->device == kind);
+  float in[5] = {1, -2, 3.5f, 1e30f, -0.0f}, out[5] = {0};
+  CHECK(raf_exec_write(ex, x, 0, in, sizeof in) == RAF_OK);
+  /* Out of bounds is refused. */
+  CHECK(raf_exec_write(ex, x, 4, in, sizeof in) == RAF_ERROR);
+  CHECK(strstr(last_error(ctx), "of a tensor of 20 bytes") != NULL);
+  raf_tensor *r[2] = {NULL, NULL};
+  CHECK(raf_exec_call(ex, f, &x, r) == RAF_OK);
+  CHECK(r[0] && r[1] && r[0]->device == kind && r[0]->data != x->data);
+  if (r[0] && r[1]) {
+    CHECK(raf_exec_read(ex, r[1], 0, out, sizeof out) == RAF_OK);
+    CHECK(memcmp(in, out, sizeof in) == 0);
+    /* Staged through the host only where the host cannot address it. */
+    void *staged = NULL;
+    const float *h = raf_exec_host_data(ex, r[0], &staged);
+    CHECK(h && memcmp(h, in, sizeof in) == 0);
+    CHECK((staged != NULL) == !raf_device_host_addressable(d));
+    free(staged);
+    CHECK(raf_exec_zero(ex, r[0], 4, 8) == RAF_OK);
+    CHECK(raf_exec_copy(ex, x, r[0]) == RAF_OK);
+    CHECK(raf_exec_read(ex, x, 0, out, sizeof out) == RAF_OK);
+    CHECK(out[0] == 1 && out[1] == 0 && out[2] == 0 && out[3] == 1e30f);
+  }
+  /* A host tensor is not an argument of a device executor. */
+  float host_data[5];
+  raf_tensor host = {f->args[0].value->type, host_data, sizeof host_data,
+                     RAF_DEVICE_HOST};
+  raf_tensor *hp = &host, *r2[2] = {NULL, NULL};
+  if (kind != RAF_DEVICE_HOST) {
+    CHECK(raf_exec_call(ex, f, &hp, r2) == RAF_ERROR);
+    CHECK(strstr(last_error(ctx), "argument %x is on cpu") != NULL);
+  }
+  raf_exec_free(ex, r[0]);
+  raf_exec_free(ex, r[1]);
+  raf_exec_free(ex, x);
+  CHECK(raf_exec_live_bytes(ex) == 0);
+  raf_exec_destroy(ex);
+  raf_module_destroy(m);
+  raf_diag_clear(ctx);
+}
+
+static void test_host(void) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_device_kind k;
+  CHECK(raf_device_kind_from_name("cpu", &k) && k == RAF_DEVICE_HOST);
+  CHECK(raf_device_kind_from_name("cuda", &k) && k == RAF_DEVICE_CUDA);
+  CHECK(!raf_device_kind_from_name("tpu", &k));
+  CHECK(raf_device_kind_unavailable(RAF_DEVICE_HOST) == NULL);
+  int count = 0;
+  CHECK(raf_device_count(ctx, RAF_DEVICE_HOST, &count) == RAF_OK &&
+        count == 1);
+  raf_device *d = NULL;
+  CHECK(raf_device_open(ctx, RAF_DEVICE_HOST, 1, &d) == RAF_ERROR && !d);
+  CHECK(raf_device_open(ctx, RAF_DEVICE_HOST, 0, &d) == RAF_OK && d);
+  if (!d) {
+    raf_ctx_destroy(ctx);
+    return;
+  }
+  CHECK(strcmp(raf_device_name(d), "cpu") == 0);
+  CHECK(strncmp(raf_device_describe(d), "cpu: the host", 13) == 0);
+  CHECK(raf_device_host_addressable(d) && !raf_device_stream(d));
+  raf_diag_clear(ctx);
+  exercise(d);
+  CHECK(raf_diag_count(ctx) == 1); /* the event never recorded */
+  raf_diag_clear(ctx);
+  exercise_exec(ctx, d);
+  raf_ctx_destroy(ctx);
+}
+
+#ifdef RAF_HAVE_CUDA
+/* The loader refuses what is not a driver, in one line that says why. */
+static void test_loader_failures(void) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_cuda_driver *drv = NULL;
+  CHECK(raf_cuda_driver_load(ctx, "libraf-no-such-driver.so.1", &drv) ==
+            RAF_ERROR &&
+        !drv);
+  CHECK(raf_diag_count(ctx) == 1);
+  CHECK(strcmp(last_error(ctx),
+               "no libraf-no-such-driver.so.1 (no NVIDIA driver)") == 0);
+  raf_diag_clear(ctx);
+  /* A library that is there but is not a CUDA driver. */
+  CHECK(raf_cuda_driver_load(ctx, "libm.so.6", &drv) == RAF_ERROR && !drv);
+  CHECK(strstr(last_error(ctx), "libm.so.6 has no cuGetProcAddress_v2") !=
+        NULL);
+  raf_ctx_destroy(ctx);
+}
+
+/* The cuda device on the driver LD_LIBRARY_PATH finds (the fake, or with
+ * --gpu the machine's own). */
+static void test_cuda(bool fake) {
+  raf_ctx *ctx = raf_ctx_create();
+  int count = 0;
+  CHECK(raf_device_count(ctx, RAF_DEVICE_CUDA, &count) == RAF_OK &&
+        count >= 1);
+  raf_device *d = NULL;
+  CHECK(raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &d) == RAF_OK && d);
+  if (!d) {
+    raf_diag_render(ctx, stderr);
+    raf_ctx_destroy(ctx);
+    return;
+  }
+  printf("%s\n", raf_device_describe(d));
+  CHECK(strcmp(raf_device_name(d), "cuda:0") == 0);
+  CHECK(!raf_device_host_addressable(d) && raf_device_stream(d));
+  if (fake)
+    CHECK(strcmp(raf_device_describe(d),
+                 "cuda:0: raf fake GPU 0, compute capability 9.0, 1.0 GiB, "
+                 "driver for CUDA 12.4") == 0);
+  raf_diag_clear(ctx);
+  exercise(d);
+  CHECK(raf_diag_count(ctx) == 1);
+  CHECK(strstr(last_error(ctx), "cuda:0: elapsed time of an event never "
+                                "recorded") != NULL);
+  raf_diag_clear(ctx);
+  exercise_exec(ctx, d);
+
+  /* Device memory that runs out is the caller's to report. */
+  if (raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &d) == RAF_OK) {
+    void *p = NULL;
+    CHECK(raf_device_alloc(d, (size_t)1 << 50, &p) == RAF_ERROR && !p);
+    CHECK(raf_diag_count(ctx) == 0);
+    raf_device_destroy(d);
+  }
+  CHECK(raf_device_open(ctx, RAF_DEVICE_CUDA, count, &d) == RAF_ERROR);
+  CHECK(strstr(last_error(ctx), "no CUDA device") != NULL);
+  raf_diag_clear(ctx);
+
+  /* A cpu statement is refused at binding, at its location. */
+  const char *text = "func @f(%x: f32[2]) -> f32[2] {\n"
+                     "  %y = neg(%x) {dialect = \"cpu-ref\"}\n"
+                     "  return %y\n"
+                     "}\n";
+  raf_module *m = raf_parse_module(ctx, "neg.raf", text, strlen(text), 1);
+  CHECK(m && raf_verify_module(ctx, m) == RAF_OK);
+  raf_exec_options eo = {.threads = 1};
+  if (m && raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &eo.device) == RAF_OK) {
+    CHECK(raf_exec_create(ctx, m, &eo) == NULL);
+    raf_loc loc = {0};
+    const char *msg = "";
+    if (raf_diag_count(ctx))
+      raf_diag_get(ctx, 0, &loc, NULL, &msg);
+    CHECK(loc.line == 2);
+    CHECK(strcmp(msg, "neg: no cuda implementation (dialect 'cpu-ref' runs "
+                      "on the cpu, not on cuda:0)") == 0);
+  }
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+}
+
+/* The fake driver's machines: no GPU, and a driver without an entry. */
+static void test_fake_failures(void) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_device *d = NULL;
+  setenv("RAF_FAKE_CUDA_DEVICES", "0", 1);
+  CHECK(raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &d) == RAF_ERROR && !d);
+  CHECK(strcmp(last_error(ctx),
+               "no CUDA device (cuInit: no CUDA-capable device is detected "
+               "(CUDA_ERROR_NO_DEVICE))") == 0);
+  unsetenv("RAF_FAKE_CUDA_DEVICES");
+  raf_diag_clear(ctx);
+  setenv("RAF_FAKE_CUDA_MISSING", "cuMemAlloc", 1);
+  CHECK(raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &d) == RAF_ERROR && !d);
+  CHECK(strncmp(last_error(ctx),
+                "libcuda.so.1 has no cuMemAlloc (CUDA 12.0)", 41) == 0);
+  unsetenv("RAF_FAKE_CUDA_MISSING");
+  raf_ctx_destroy(ctx);
+}
+#endif
+
+int main(int argc, char **argv) {
+  bool gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+  if (!gpu)
+    test_host();
+#ifdef RAF_HAVE_CUDA
+  if (gpu) {
+    raf_ctx *ctx = raf_ctx_create();
+    int count = 0;
+    bool none = raf_device_count(ctx, RAF_DEVICE_CUDA, &count) != RAF_OK ||
+                count == 0;
+    if (none)
+      raf_diag_render(ctx, stdout);
+    raf_ctx_destroy(ctx);
+    if (none)
+      return 77;
+    test_cuda(false);
+  } else {
+    test_loader_failures();
+    const char *fake = getenv("RAF_TEST_FAKE_CUDA");
+    if (fake && strcmp(fake, "1") == 0) {
+      test_cuda(true);
+      test_fake_failures();
+    }
+  }
+#else
+  if (gpu) {
+    printf("built without CUDA\n");
+    return 77;
+  }
+#endif
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  return failures != 0;
+}
