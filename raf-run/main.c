@@ -869,14 +869,9 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
                     "--device=%s: raf-run was %s", kind, why);
   else
     rc = raf_device_open(scratch, o->device, 0, out);
-  for (size_t i = 0; i < raf_diag_count(scratch); i++) {
-    raf_loc loc;
-    raf_severity sev;
-    const char *msg;
-    raf_diag_get(scratch, i, &loc, &sev, &msg);
-    raf_diag_report(ctx, (raf_loc){0}, sev, "--device=%s: %s", kind, msg);
-  }
-  raf_ctx_destroy(scratch);
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "--device=%s", kind);
+  rr_relay_diags(ctx, scratch, prefix);
   return rc;
 }
 

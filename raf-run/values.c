@@ -101,6 +101,17 @@ static void npy_type_str(const raf_npy *a, char *buf, size_t size) {
     snprintf(buf + k, size - (size_t)k, "]");
 }
 
+void rr_relay_diags(raf_ctx *ctx, raf_ctx *scratch, const char *prefix) {
+  for (size_t i = 0; i < raf_diag_count(scratch); i++) {
+    raf_loc loc;
+    raf_severity sev;
+    const char *msg;
+    raf_diag_get(scratch, i, &loc, &sev, &msg);
+    raf_diag_report(ctx, (raf_loc){0}, sev, "%s: %s", prefix, msg);
+  }
+  raf_ctx_destroy(scratch);
+}
+
 raf_status rr_read_npy(raf_ctx *ctx, const char *what, const char *path,
                        raf_npy *out) {
   /* The reader names only the file; its messages are collected apart and
@@ -112,14 +123,7 @@ raf_status rr_read_npy(raf_ctx *ctx, const char *what, const char *path,
     return RAF_ERROR;
   }
   raf_status rc = raf_npy_read(scratch, path, out);
-  for (size_t i = 0; i < raf_diag_count(scratch); i++) {
-    raf_loc loc;
-    raf_severity sev;
-    const char *msg;
-    raf_diag_get(scratch, i, &loc, &sev, &msg);
-    raf_diag_report(ctx, (raf_loc){0}, sev, "%s: %s", what, msg);
-  }
-  raf_ctx_destroy(scratch);
+  rr_relay_diags(ctx, scratch, what);
   return rc;
 }
 

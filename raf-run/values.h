@@ -25,6 +25,11 @@ void rr_host_tensor_free(raf_tensor *t);
 /* The functions below that fill or read a tensor's data take a host
  * tensor, or a tensor of a host executor (whose memory is the host's). */
 
+/* Reports scratch's messages again in ctx, each after "prefix: ", and
+ * destroys scratch (a library's messages that name only a file or a
+ * device, given the flag or value that asked for it). */
+void rr_relay_diags(raf_ctx *ctx, raf_ctx *scratch, const char *prefix);
+
 /* Fills t from inline text: numbers (integers, floats, inf, nan, true,
  * false) separated by commas or blanks, brackets ignored, exactly numel of
  * them. `what` names the value in messages ("argument %x"). */
