@@ -487,6 +487,8 @@ static int map_gather(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                       int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0], *idx = ins[1];
+  if (x->rank < 1) /* ONNX's Gather wants data of rank >= 1 */
+    return imp_unsupported(im, "Gather of a rank-0 value");
   int64_t axis = imp_attr_int(n, "axis", 0);
   int a = imp_norm_axis(im, axis, x->rank);
   if (a < 0)

@@ -321,7 +321,7 @@ imp_value *imp_emit(imp *im, const char *op, imp_value **args, int nargs,
   int64_t d[1][RAF_MAX_RANK] = {{0}};
   if (rank > RAF_MAX_RANK)
     rank = RAF_MAX_RANK;
-  if (rank)
+  if (rank > 0)
     memcpy(d[0], dims, sizeof(int64_t) * (size_t)rank);
   imp_emit_n(im, op, args, nargs, attrs, 1, &dt, &rank, d, &out);
   return out;

@@ -46,12 +46,13 @@ fuzz() {
   rm -rf "$corpus"
   [ "$rc" = 0 ] || return "$rc"
   # raf-import (built only with protobuf-c), seeded with the ONNX node
-  # tests' models.
+  # tests' models and the inputs that once crashed it.
   [ -x build-fuzz/fuzz-import ] || return 0
   corpus=$(mktemp -d)
   for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
     [ -f "$f" ] && cp "$f" "$corpus/$(basename "$(dirname "$f")").onnx"
   done
+  cp test/fuzz/import-crashes/*.onnx "$corpus/" # inputs that once crashed it
   build-fuzz/fuzz-import -max_total_time="$seconds" -max_len=16384 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
     grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)'
