@@ -175,7 +175,7 @@ static dnnl_status_t create_conv_on(dnnl_engine_t engine, onednn_prim *pr,
                                     bool any) {
   enum conv_kind kind = (enum conv_kind)pr->key.w[K_KIND];
   dnnl_convolution_desc_t desc, fwd;
-  dnnl_memory_desc_t x, w, y;
+  dnnl_memory_desc_t x = {0}, w = {0}, y = {0}; /* set when rc is success */
   dnnl_status_t rc = conv_desc(&desc, &pr->key, kind, any);
   if (rc == dnnl_success)
     rc = plain_mds(&pr->key, kind, &x, &w, &y);
