@@ -1,6 +1,7 @@
 /* cache.c: the on-disk kernel cache (see cache.h). */
 #include "codegen/cache.h"
 
+#include <llvm-c/Core.h>
 #include <llvm-c/blake3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,17 +76,26 @@ static void checksum(const void *data, size_t size, uint8_t out[16]) {
   llvm_blake3_hasher_finalize(&h, out, 16);
 }
 
-static void entry_path(const char *dir, const cg_key *k, char *path,
-                       size_t size) {
-  char hex[33];
-  cg_key_hex(k, hex);
-  snprintf(path, size, "%s/%s.o", dir, hex);
+/* Bumped whenever the lowering changes what a given IR compiles to. */
+#define CODEGEN_VERSION "raf-codegen-1"
+
+void cg_cache_version(char *out, size_t size) {
+  unsigned major, minor, patch;
+  LLVMGetVersion(&major, &minor, &patch);
+  snprintf(out, size, "LLVM %u.%u.%u " CODEGEN_VERSION, major, minor, patch);
 }
 
-cg_cache_result cg_cache_read(const char *dir, const cg_key *k, void **data,
-                              size_t *size) {
+static void entry_path(const char *dir, const cg_key *k, const char *ext,
+                       char *path, size_t size) {
+  char hex[33];
+  cg_key_hex(k, hex);
+  snprintf(path, size, "%s/%s%s", dir, hex, ext);
+}
+
+cg_cache_result cg_cache_read(const char *dir, const cg_key *k,
+                              const char *ext, void **data, size_t *size) {
   char path[4200];
-  entry_path(dir, k, path, sizeof path);
+  entry_path(dir, k, ext, path, sizeof path);
   FILE *f = fopen(path, "rb");
   if (!f)
     return CG_CACHE_MISS;
@@ -113,10 +123,10 @@ cg_cache_result cg_cache_read(const char *dir, const cg_key *k, void **data,
   return r;
 }
 
-bool cg_cache_write(const char *dir, const cg_key *k, const void *data,
-                    size_t size) {
+bool cg_cache_write(const char *dir, const cg_key *k, const char *ext,
+                    const void *data, size_t size) {
   char path[4200], tmp[4300];
-  entry_path(dir, k, path, sizeof path);
+  entry_path(dir, k, ext, path, sizeof path);
   snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
   int fd = mkstemp(tmp);
   if (fd < 0)
@@ -144,4 +154,30 @@ bool cg_cache_write(const char *dir, const cg_key *k, const void *data,
   if (!ok)
     unlink(tmp);
   return ok;
+}
+
+/* ---- The cache for the runtime (codegen.h) ------------------------------- */
+
+void *raf_cg_cache_get(const char *const *pieces, const char *ext,
+                       size_t *size) {
+  char dir[4096];
+  void *data = NULL;
+  *size = 0;
+  if (!cg_cache_dir(dir, sizeof dir))
+    return NULL;
+  cg_key k = cg_key_of(pieces);
+  if (cg_cache_read(dir, &k, ext, &data, size) == CG_CACHE_HIT)
+    return data;
+  free(data);
+  *size = 0;
+  return NULL;
+}
+
+bool raf_cg_cache_put(const char *const *pieces, const char *ext,
+                      const void *data, size_t size) {
+  char dir[4096];
+  if (!cg_cache_dir(dir, sizeof dir))
+    return false;
+  cg_key k = cg_key_of(pieces);
+  return cg_cache_write(dir, &k, ext, data, size);
 }

@@ -124,19 +124,38 @@ typedef struct raf_cg_ptx {
   int nkernels;
   raf_cg_launch kernels[2];
   raf_cg_info info;
+  bool cached; /* the PTX came from the on-disk kernel cache */
 } raf_cg_ptx;
 
 /* Compiles fused function f to PTX for arch ("sm_80", "sm_90", ...;
  * NULL: sm_80) with the kernels named `name` (NULL: f's name), the math
  * library linked from libdevice, the O3 pipeline run. inplace as in
  * raf_jit_compile. false when the lowering declines f (*declined set) or
- * on an error, with why; *out is then empty. Nothing is cached here: the
- * runtime keys its own cache on the PTX. */
+ * on an error, with why; *out is then empty. The PTX goes into the on-disk
+ * kernel cache, keyed on the kernel's LLVM IR before optimisation, the
+ * architecture and LLVM's version, and is taken from it when there
+ * (out->cached). */
 bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
                         const int *inplace, raf_cg_ptx *out, bool *declined,
                         char *why, size_t size);
 /* Frees out->ptx and clears *out (NULL is fine). */
 void raf_cg_ptx_free(raf_cg_ptx *out);
+
+/* ---- The on-disk kernel cache, for what the runtime compiles -------------
+ * The cache of the JIT and of raf_cg_compile_ptx (codegen/cache.h: the
+ * directory is $RAF_CACHE_DIR, empty for none, else $XDG_CACHE_HOME/raf/
+ * kernels or ~/.cache/raf/kernels), for a payload the runtime makes, such
+ * as a GPU's cubin of a PTX: keyed on BLAKE3 of the NULL-terminated list
+ * of strings `pieces` (everything the payload depends on), in a file with
+ * extension ext (".cubin"). */
+
+/* The payload cached under the key, malloc'd (the caller frees it) with
+ * its size in *size; NULL when there is none (or no cache). */
+void *raf_cg_cache_get(const char *const *pieces, const char *ext,
+                       size_t *size);
+/* Caches a payload; false when it could not (callers go on without). */
+bool raf_cg_cache_put(const char *const *pieces, const char *ext,
+                      const void *data, size_t size);
 
 /* ---- The x86-64 JIT (the llvm dialect) ----------------------------------- */
 

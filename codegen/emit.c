@@ -9,6 +9,7 @@
  * is a comment too.
  */
 #include "codegen/codegen.h"
+#include "codegen/cache.h"
 #include "codegen/lower.h"
 #include "codegen/target.h"
 
@@ -88,6 +89,39 @@ static bool module_ptx(LLVMModuleRef M, LLVMTargetMachineRef tm,
   return *text != NULL;
 }
 
+/* M's PTX into out->ptx: from the kernel cache when it holds the PTX of
+ * M's IR for arch, else made by module_ptx and cached. */
+static bool cached_ptx(LLVMModuleRef M, LLVMTargetMachineRef tm,
+                       const char *arch, raf_cg_ptx *out, char *why,
+                       size_t size) {
+  char dir[4096], version[64];
+  bool cache = cg_cache_dir(dir, sizeof dir);
+  cg_key key = {{0}};
+  if (cache) {
+    cg_cache_version(version, sizeof version);
+    char *ir = LLVMPrintModuleToString(M);
+    const char *pieces[] = {ir, "nvptx64-nvidia-cuda", arch, version, NULL};
+    key = cg_key_of(pieces);
+    LLVMDisposeMessage(ir);
+    void *data = NULL;
+    size_t n = 0;
+    if (cg_cache_read(dir, &key, ".ptx", &data, &n) == CG_CACHE_HIT &&
+        (out->ptx = malloc(n + 1)) != NULL) {
+      memcpy(out->ptx, data, n);
+      out->ptx[n] = 0;
+      out->cached = true;
+      free(data);
+      return true;
+    }
+    free(data);
+  }
+  if (!module_ptx(M, tm, true, &out->ptx, why, size))
+    return false;
+  if (cache)
+    cg_cache_write(dir, &key, ".ptx", out->ptx, strlen(out->ptx));
+  return true;
+}
+
 bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
                         const int *inplace, raf_cg_ptx *out, bool *declined,
                         char *why, size_t size) {
@@ -117,7 +151,7 @@ bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
   if (!ok && inplace)
     *declined = true;
   if (ok)
-    ok = module_ptx(M, tm, true, &out->ptx, why, size);
+    ok = cached_ptx(M, tm, arch ? arch : "sm_80", out, why, size);
   if (ok)
     out->nkernels = launches(&p, name, out->kernels);
   LLVMDisposeModule(M);

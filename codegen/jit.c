@@ -26,9 +26,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Bumped whenever the lowering changes what a given IR compiles to. */
-#define CODEGEN_VERSION "raf-codegen-1"
-
 typedef struct entry {
   cg_key key;
   raf_cg_kernel k;
@@ -261,11 +258,8 @@ bool raf_jit_compile(raf_jit *j, const raf_func *f, const int *inplace,
   char symbol[64];
   bool ok = kernel && cg_verify(M, why, size);
   if (ok) {
-    unsigned major, minor, patch;
-    LLVMGetVersion(&major, &minor, &patch);
     char version[64];
-    snprintf(version, sizeof version, "LLVM %u.%u.%u " CODEGEN_VERSION, major,
-             minor, patch);
+    cg_cache_version(version, sizeof version);
     ir = LLVMPrintModuleToString(M);
     const char *pieces[] = {ir, j->host.triple, j->host.cpu,
                             j->host.features, version, NULL};
@@ -289,7 +283,7 @@ bool raf_jit_compile(raf_jit *j, const raf_func *f, const int *inplace,
     void *obj = NULL;
     size_t osize = 0;
     cg_cache_result cr =
-        j->cache ? cg_cache_read(j->cache_dir, &key, &obj, &osize)
+        j->cache ? cg_cache_read(j->cache_dir, &key, ".o", &obj, &osize)
                  : CG_CACHE_MISS;
     if (cr == CG_CACHE_HIT) {
       char ignored[256];
@@ -309,7 +303,7 @@ bool raf_jit_compile(raf_jit *j, const raf_func *f, const int *inplace,
         const char *data = LLVMGetBufferStart(buf);
         size_t n = LLVMGetBufferSize(buf);
         if (j->cache)
-          cg_cache_write(j->cache_dir, &key, data, n);
+          cg_cache_write(j->cache_dir, &key, ".o", data, n);
         found = ok = load(j, data, n, symbol, final, out, why, size);
         if (ok)
           j->stats.compiled++;

@@ -9,12 +9,16 @@
  *     elements lane, lane + lanes, ...; the row's own results by lane 0;
  *   - a total's final block: rows t, t + final_block, ...
  * It then compiles two functions through raf_cg_compile_ptx and checks
- * that the launches it returns are the schedule's. No GPU runs here. */
+ * that the launches it returns are the schedule's, and that a second
+ * compilation takes the same PTX from the kernel cache. No GPU runs here. */
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 #include "test/unit/check.h"
@@ -190,6 +194,18 @@ static void check_compile(void) {
     CHECK(strstr(out.ptx, entry) != NULL);
     CHECK(strstr(out.ptx, ".target sm_90") != NULL);
     CHECK(covers(&s, out.kernels[0].grid[0]));
+    CHECK(!out.cached);
+    raf_cg_ptx again;
+    CHECK(raf_cg_compile_ptx(f, "sm_90", NULL, NULL, &again, &declined, why,
+                             sizeof why));
+    CHECK(again.cached && again.ptx && strcmp(again.ptx, out.ptx) == 0);
+    CHECK(again.nkernels == 1 && again.kernels[0].grid[0] == s.grid);
+    raf_cg_ptx_free(&again);
+    /* Another architecture is another entry. */
+    CHECK(raf_cg_compile_ptx(f, "sm_80", NULL, NULL, &again, &declined, why,
+                             sizeof why));
+    CHECK(!again.cached && strstr(again.ptx, ".target sm_80") != NULL);
+    raf_cg_ptx_free(&again);
     raf_cg_ptx_free(&out);
     CHECK(out.ptx == NULL && out.nkernels == 0);
   }
@@ -197,7 +213,30 @@ static void check_compile(void) {
   raf_ctx_destroy(ctx);
 }
 
+/* Removes a directory of files. */
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char path[512];
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  }
+  if (d)
+    closedir(d);
+  rmdir(dir);
+}
+
 int main(void) {
+  /* A kernel cache of this run's own, in the working directory (removed
+   * at the end). */
+  char cache[] = "test_gpu_launch.cache-XXXXXX";
+  bool have_cache = mkdtemp(cache) != NULL;
+  CHECK(have_cache);
+  if (have_cache)
+    setenv("RAF_CACHE_DIR", cache, 1);
   /* flat: a scalar, a bias add's [64 x 256], odd sizes, past the grid cap */
   check_shape(1, 1, false, false, false, CG_GPU_FLAT);
   check_shape(64, 256, false, false, false, CG_GPU_FLAT);
@@ -217,6 +256,8 @@ int main(void) {
   /* a total's second stage over more rows than its block */
   check_shape(1000, 10, true, false, true, CG_GPU_WARP);
   check_compile();
+  if (have_cache)
+    remove_dir(cache);
   if (failures)
     fprintf(stderr, "test_gpu_launch: %d checks failed\n", failures);
   return failures != 0;
