@@ -869,6 +869,8 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
                     "--device=%s: raf-run was %s", kind, why);
   else
     rc = raf_device_open(scratch, o->device, 0, out);
+  if (rc == RAF_OK) /* scratch goes; the device's later errors are ctx's */
+    raf_device_set_ctx(*out, ctx);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "--device=%s", kind);
   rr_relay_diags(ctx, scratch, prefix);

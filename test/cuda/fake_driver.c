@@ -15,6 +15,7 @@
  *                               CUDA_ERROR_NO_DEVICE, as a driver does on
  *                               a machine without a GPU)
  *   RAF_FAKE_CUDA_MISSING=name  an entry point cuGetProcAddress lacks
+ *   RAF_FAKE_CUDA_CC=M.m        the compute capability (default 9.0)
  *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES") and
  *                               per launch ("launch NAME grid=X,Y,Z
  *                               block=X,Y,Z shared=N") appended to file
@@ -108,7 +109,13 @@ static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
 static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
                                           CUdevice d) {
   (void)d;
-  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  const char *cc = getenv("RAF_FAKE_CUDA_CC");
+  int major = 9, minor = 0;
+  if (cc && *cc && sscanf(cc, "%d.%d", &major, &minor) != 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? major
+       : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? minor
+                                                           : 0;
   return CUDA_SUCCESS;
 }
 
