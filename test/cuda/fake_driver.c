@@ -256,6 +256,7 @@ typedef struct fake_module {
   int n;
   char names[64][128];
   int nparams[64]; /* the .param declarations of each entry */
+  char types[64][16]; /* their types, up to 16: 'p' .u64, 'i' .u32/.s32, 'f' .f32 */
 } fake_module;
 
 typedef struct fake_function {
@@ -321,8 +322,13 @@ static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
     const char *open = strchr(name, '(');
     const char *close = open ? strchr(open, ')') : NULL;
     for (const char *q = close ? strstr(open, ".param") : NULL; q && q < close;
-         q = strstr(q + 6, ".param"))
-      fm->nparams[fm->n]++;
+         q = strstr(q + 6, ".param")) {
+      int np = fm->nparams[fm->n]++;
+      if (np < 16)
+        fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0   ? 'p'
+                               : strncmp(q, ".param .f32", 11) == 0 ? 'f'
+                                                                    : 'i';
+    }
     fm->n++;
   }
   char names[1024] = "";
@@ -360,10 +366,11 @@ static CUresult fake_cuModuleUnload(CUmodule m) {
   return CUDA_SUCCESS;
 }
 
-/* Runs nothing: checks the function and that every parameter (as many as
- * its .entry declares) is a device pointer, and logs "launch NAME
- * grid=X,Y,Z block=X,Y,Z shared=N params=N". The kernels of raf take
- * pointers only. */
+/* Runs nothing: checks the function and the geometry, and logs "launch
+ * NAME grid=X,Y,Z block=X,Y,Z shared=N params=V,V,..." with each of the
+ * (first 16) parameters its .entry declares: a 64-bit one as "ptr" when
+ * it is a device pointer, "host-ptr" when not (raf passes no 64-bit
+ * integers), 32-bit ones by value. */
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                     unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, CUstream s,
@@ -373,11 +380,26 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
   int np = ff->module->nparams[ff->index];
-  for (int i = 0; i < np; i++)
-    if (!params || !(*(CUdeviceptr *)params[i] & DEVICE_BIT))
+  char vals[512] = "";
+  for (int i = 0; i < np && i < 16; i++) {
+    size_t len = strlen(vals);
+    char t = ff->module->types[ff->index][i];
+    if (!params || !params[i])
       return CUDA_ERROR_INVALID_VALUE;
-  log_line("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%d",
-           ff->module->names[ff->index], gx, gy, gz, bx, by, bz, shared, np);
+    if (t == 'p') {
+      uint64_t v = *(const uint64_t *)params[i];
+      snprintf(vals + len, sizeof vals - len, "%s%s", i ? "," : "",
+               v & DEVICE_BIT ? "ptr" : "host-ptr");
+    } else if (t == 'f') {
+      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+               (double)*(const float *)params[i]);
+    } else {
+      snprintf(vals + len, sizeof vals - len, "%s%d", i ? "," : "",
+               *(const int *)params[i]);
+    }
+  }
+  log_line("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%s",
+           ff->module->names[ff->index], gx, gy, gz, bx, by, bz, shared, vals);
   return CUDA_SUCCESS;
 }
 
