@@ -20,6 +20,10 @@
  * whose memory plan computes results over operands (`inplace`) gets a
  * kernel of its own, compiled with the buffers shared.
  *
+ * The data movement ops codegen does not lower (transpose, concat, split,
+ * take, take_grad) run hand-written kernels (movement.c), from kernels.cu's
+ * PTX, loaded once when some statement needs them.
+ *
  * The kernel: checks cross_entropy labels as cpu-ref does (on the host,
  * from a staged copy of the labels), allocates the scratch arrays of the
  * rows' totals on the device, and queues each kernel of the PTX (the
@@ -34,6 +38,7 @@
 #include "codegen/codegen.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/module.h"
+#include "runtime/cuda/movement.h"
 #include "runtime/dialects.h"
 #include "runtime/exec.h"
 
@@ -59,7 +64,19 @@ typedef struct cuda_state {
   int nwrapped;
   compiled **funcs; /* owned, stable addresses (bind hands them out) */
   int n, cap;
+  raf_cuda_module *hand; /* kernels.cu's, loaded when some statement needs it */
 } cuda_state;
+
+/* The ops of movement.c's hand-written kernels. */
+static bool is_hand(raf_opcode op) {
+  return op == RAF_OP_TRANSPOSE || op == RAF_OP_CONCAT ||
+         op == RAF_OP_SPLIT || op == RAF_OP_TAKE || op == RAF_OP_TAKE_GRAD;
+}
+
+raf_cuda_module *raf_cuda_hand_module(const raf_kernel *k) {
+  const cuda_state *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_CUDA);
+  return st ? st->hand : NULL;
+}
 
 static bool is_cuda(const raf_stmt *s) {
   const char *d = raf_stmt_attr_str(s, "dialect");
@@ -118,6 +135,7 @@ static void release(void *state) {
     free(c);
   }
   free(st->funcs);
+  raf_cuda_module_unload(st->dev, st->hand);
   raf_module_destroy(st->wrappers);
   free(st);
 }
@@ -257,7 +275,18 @@ static raf_status prepare_stmt(cuda_state *st, raf_ctx *ctx,
     c->inplace = inplace;
     return build(st, ctx, c, s);
   }
-  if (s->op == RAF_OP_RETURN || s->op == RAF_OP_RESHAPE || find_stmt(st, s))
+  if (is_hand(s->op) && !st->hand) {
+    const char *ptx = raf_cuda_embedded_ptx("kernels");
+    if (!ptx) {
+      raf_diag_report(ctx, s->loc, RAF_SEV_ERROR,
+                      "cuda: %s: this build has no kernels.cu PTX",
+                      raf_op_table[s->op].name);
+      return RAF_ERROR;
+    }
+    return raf_cuda_module_load(st->dev, ptx, "kernels.cu", &st->hand);
+  }
+  if (s->op == RAF_OP_RETURN || s->op == RAF_OP_RESHAPE || is_hand(s->op) ||
+      find_stmt(st, s))
     return RAF_OK;
   compiled *c = add(st);
   if (!c || !(c->f = wrap(st, ctx, s)))
@@ -350,8 +379,8 @@ static const void *bind(void *state, const raf_stmt *s) {
     int *inplace = inplace_of(s, &no_mem);
     c = no_mem ? NULL : find_call(st, s->callee, inplace);
     free(inplace);
-  } else if (s->op == RAF_OP_RESHAPE) {
-    return st; /* cuda_copy needs nothing: anything but NULL */
+  } else if (s->op == RAF_OP_RESHAPE || is_hand(s->op)) {
+    return st; /* their kernels need nothing bound: anything but NULL */
   } else {
     c = find_stmt(st, s);
   }
@@ -477,6 +506,11 @@ static raf_status cuda_copy(const raf_kernel *k) {
 const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT] = {
     [RAF_OP_CALL] = cuda_run,
     [RAF_OP_CONSTANT] = cuda_run,
+    [RAF_OP_TRANSPOSE] = raf_cuda_transpose,
+    [RAF_OP_CONCAT] = raf_cuda_concat,
+    [RAF_OP_SPLIT] = raf_cuda_split,
+    [RAF_OP_TAKE] = raf_cuda_take,
+    [RAF_OP_TAKE_GRAD] = raf_cuda_take_grad,
     [RAF_OP_NEG] = cuda_run,
     [RAF_OP_ABS] = cuda_run,
     [RAF_OP_EXP] = cuda_run,

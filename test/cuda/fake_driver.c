@@ -256,7 +256,9 @@ typedef struct fake_module {
   int n;
   char names[64][128];
   int nparams[64]; /* the .param declarations of each entry */
-  char types[64][16]; /* their types, up to 16: 'p' .u64, 'i' .u32/.s32, 'f' .f32 */
+  /* their types, up to 16: 'p' .u64, 'f' .f32, 's' a struct (.align .b8
+   * array), 'i' 32-bit integers */
+  char types[64][16];
 } fake_module;
 
 typedef struct fake_function {
@@ -325,9 +327,10 @@ static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
          q = strstr(q + 6, ".param")) {
       int np = fm->nparams[fm->n]++;
       if (np < 16)
-        fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0   ? 'p'
-                               : strncmp(q, ".param .f32", 11) == 0 ? 'f'
-                                                                    : 'i';
+        fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0     ? 'p'
+                               : strncmp(q, ".param .f32", 11) == 0   ? 'f'
+                               : strncmp(q, ".param .align", 13) == 0 ? 's'
+                                                                      : 'i';
     }
     fm->n++;
   }
@@ -369,8 +372,8 @@ static CUresult fake_cuModuleUnload(CUmodule m) {
 /* Runs nothing: checks the function and the geometry, and logs "launch
  * NAME grid=X,Y,Z block=X,Y,Z shared=N params=V,V,..." with each of the
  * (first 16) parameters its .entry declares: a 64-bit one as "ptr" when
- * it is a device pointer, "host-ptr" when not (raf passes no 64-bit
- * integers), 32-bit ones by value. */
+ * it is a device pointer, else its value (a size; a host pointer would be
+ * a huge number), 32-bit ones by value, a struct as "struct". */
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                     unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, CUstream s,
@@ -388,8 +391,13 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       return CUDA_ERROR_INVALID_VALUE;
     if (t == 'p') {
       uint64_t v = *(const uint64_t *)params[i];
-      snprintf(vals + len, sizeof vals - len, "%s%s", i ? "," : "",
-               v & DEVICE_BIT ? "ptr" : "host-ptr");
+      if (v & DEVICE_BIT)
+        snprintf(vals + len, sizeof vals - len, "%sptr", i ? "," : "");
+      else
+        snprintf(vals + len, sizeof vals - len, "%s%llu", i ? "," : "",
+                 (unsigned long long)v);
+    } else if (t == 's') {
+      snprintf(vals + len, sizeof vals - len, "%sstruct", i ? "," : "");
     } else if (t == 'f') {
       snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
                (double)*(const float *)params[i]);
