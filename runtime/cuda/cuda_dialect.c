@@ -13,7 +13,9 @@
  * prepare (at raf_exec_create) compiles every such function for the
  * device's architecture (the newest LLVM knows at or below the device's
  * compute capability: PTX runs on later GPUs, which the driver compiles
- * it for), loads each PTX as a module and keeps its functions. A fused
+ * it for), has the driver compile each PTX to a cubin (cached on disk:
+ * raf_cuda_module_load_cached), loads it as a module and keeps its
+ * functions. A fused
  * callee the lowering declines runs statement by statement (bind declines
  * the call), as with the llvm dialect; a single statement it declines is
  * a located error, since nothing else on the device would run it. A call
@@ -233,8 +235,8 @@ static raf_status build(cuda_state *st, raf_ctx *ctx, compiled *c,
                     c->f->name, c->why);
     return RAF_ERROR;
   }
-  if (raf_cuda_module_load(st->dev, c->ptx.ptx, c->f->name, &c->module) !=
-      RAF_OK)
+  if (raf_cuda_module_load_cached(st->dev, c->ptx.ptx, c->f->name,
+                                  &c->module, NULL) != RAF_OK)
     return RAF_ERROR;
   for (int i = 0; i < c->ptx.nkernels && i < 2; i++)
     if (raf_cuda_module_function(st->dev, c->module, c->ptx.kernels[i].name,

@@ -19,8 +19,10 @@
  *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES") and
  *                               per launch ("launch NAME grid=X,Y,Z
  *                               block=X,Y,Z shared=N") appended to file
- *   RAF_FAKE_CUDA_REJECT=1      every module load fails as a bad PTX does,
- *                               with a JIT error log
+ *   RAF_FAKE_CUDA_REJECT=1      every module load (and cuLinkAddData)
+ *                               fails as a bad PTX does, with a JIT log
+ * The JIT linker (cuLink*) gives the PTX back as the "cubin", and logs
+ * "link NAME" per cuLinkComplete.
  * Memory still allocated when the last primary context is released is
  * reported on stderr ("fake cuda: N allocations never freed").
  *
@@ -411,6 +413,70 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   return CUDA_SUCCESS;
 }
 
+/* The linker's "cubin" is the PTX itself (which the fake's module load
+ * takes): a link state holds a copy of the data added; cuLinkComplete logs
+ * "link NAME". */
+typedef struct fake_link {
+  char *data;
+  size_t size;
+  char name[128];
+  unsigned nopts; /* cuLinkCreate's options: where the JIT log goes */
+  CUjit_option opts[8];
+  void *values[8];
+} fake_link;
+
+static CUresult fake_cuLinkCreate(unsigned int n, CUjit_option *o, void **v,
+                                  CUlinkState *state) {
+  fake_link *l = calloc(1, sizeof *l);
+  if (!l)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (unsigned i = 0; i < n && i < 8; i++) {
+    l->opts[i] = o[i];
+    l->values[i] = v[i];
+  }
+  l->nopts = n < 8 ? n : 8;
+  *state = (CUlinkState)l;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkAddData(CUlinkState state, CUjitInputType type,
+                                   void *data, size_t size, const char *name,
+                                   unsigned int n, CUjit_option *o, void **v) {
+  fake_link *l = (fake_link *)state;
+  if (type != CU_JIT_INPUT_PTX || l->data)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  (void)n, (void)o, (void)v;
+  if (getenv("RAF_FAKE_CUDA_REJECT")) {
+    jit_error(l->nopts, l->opts, l->values,
+              "ptxas fatal   : the fake driver rejects every PTX");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (!(l->data = malloc(size)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(l->data, data, size);
+  l->size = size;
+  snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkComplete(CUlinkState state, void **cubin,
+                                    size_t *size) {
+  fake_link *l = (fake_link *)state;
+  if (!l->data)
+    return CUDA_ERROR_INVALID_VALUE;
+  log_line("link %s", l->name);
+  *cubin = l->data;
+  *size = l->size;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkDestroy(CUlinkState state) {
+  fake_link *l = (fake_link *)state;
+  free(l->data);
+  free(l);
+  return CUDA_SUCCESS;
+}
+
 static const struct {
   const char *name;
   void (*fn)(void);
@@ -426,6 +492,7 @@ static const struct {
     E(cuEventCreate), E(cuEventRecord), E(cuEventSynchronize),
     E(cuEventElapsedTime), E(cuEventDestroy), E(cuModuleLoadDataEx),
     E(cuModuleGetFunction), E(cuModuleUnload), E(cuLaunchKernel),
+    E(cuLinkCreate), E(cuLinkAddData), E(cuLinkComplete), E(cuLinkDestroy),
 #undef E
 };
 
