@@ -23,7 +23,7 @@
  * kernel of its own, compiled with the buffers shared.
  *
  * The data movement ops codegen does not lower (transpose, concat, split,
- * take, take_grad) run hand-written kernels (movement.c), from kernels.cu's
+ * take, take_grad), and layer_norm_grad, run hand-written kernels (movement.c), from kernels.cu's
  * PTX, loaded once when some statement needs them.
  *
  * The kernel: checks cross_entropy labels as cpu-ref does (on the host,
@@ -72,7 +72,8 @@ typedef struct cuda_state {
 /* The ops of movement.c's hand-written kernels. */
 static bool is_hand(raf_opcode op) {
   return op == RAF_OP_TRANSPOSE || op == RAF_OP_CONCAT ||
-         op == RAF_OP_SPLIT || op == RAF_OP_TAKE || op == RAF_OP_TAKE_GRAD;
+         op == RAF_OP_SPLIT || op == RAF_OP_TAKE || op == RAF_OP_TAKE_GRAD ||
+         op == RAF_OP_LAYER_NORM_GRAD;
 }
 
 raf_cuda_module *raf_cuda_hand_module(const raf_kernel *k) {
@@ -513,6 +514,7 @@ const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT] = {
     [RAF_OP_SPLIT] = raf_cuda_split,
     [RAF_OP_TAKE] = raf_cuda_take,
     [RAF_OP_TAKE_GRAD] = raf_cuda_take_grad,
+    [RAF_OP_LAYER_NORM_GRAD] = raf_cuda_layer_norm_grad,
     [RAF_OP_NEG] = cuda_run,
     [RAF_OP_ABS] = cuda_run,
     [RAF_OP_EXP] = cuda_run,

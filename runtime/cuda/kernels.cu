@@ -78,3 +78,57 @@ extern "C" __global__ void raf_take_grad_f32(float *dst, const float *dy,
     }
   }
 }
+
+/* ---- layer_norm_grad (f32) ------------------------------------------------ */
+
+/* layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta) over rows of n
+ * elements, in double as cpu-ref (runtime/cpuref/grad.c), with the same
+ * sums in the same order: one thread per row (threads stride over the
+ * rows) computes the row's mean and rstd (kept in mean_rstd[2 * row]) and
+ * its dx. */
+extern "C" __global__ void raf_layer_norm_grad_rows_f32(
+    float *dx, double *mean_rstd, const float *dy, const float *x,
+    const float *gamma, int64_t rows, int64_t n, double eps) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    const float *xr = x + r * n, *dyr = dy + r * n;
+    double mean = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t e = 0; e < n; e++)
+      mean += (double)xr[e];
+    mean /= (double)n;
+    for (int64_t e = 0; e < n; e++)
+      var += ((double)xr[e] - mean) * ((double)xr[e] - mean);
+    var /= (double)n;
+    double rstd = 1 / sqrt(var + eps);
+    for (int64_t e = 0; e < n; e++) {
+      double g = (double)dyr[e] * (double)gamma[e];
+      mg += g;
+      mgx += g * ((double)xr[e] - mean) * rstd;
+    }
+    mg /= (double)n;
+    mgx /= (double)n;
+    for (int64_t e = 0; e < n; e++)
+      dx[r * n + e] = (float)(rstd * ((double)dyr[e] * (double)gamma[e] - mg -
+                                      ((double)xr[e] - mean) * rstd * mgx));
+    mean_rstd[2 * r] = mean;
+    mean_rstd[2 * r + 1] = rstd;
+  }
+}
+
+/* Then dgamma and dbeta: one thread per column, adding over the rows in
+ * ascending order in double (cpu-ref's order), rounded once. */
+extern "C" __global__ void raf_layer_norm_grad_params_f32(
+    float *dgamma, float *dbeta, const float *dy, const float *x,
+    const double *mean_rstd, int64_t rows, int64_t n) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    double dg = 0, db = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      double d = (double)dy[r * n + e];
+      dg += d * ((double)x[r * n + e] - mean_rstd[2 * r]) * mean_rstd[2 * r + 1];
+      db += d;
+    }
+    dgamma[e] = (float)dg;
+    dbeta[e] = (float)db;
+  }
+}

@@ -1,7 +1,7 @@
 /* movement.c: the cuda dialect's kernels for the data movement ops that
  * codegen does not lower: transpose, concat and split (strided copies,
  * kernels.h's raf_move), take and take_grad (an embedding's gather and
- * its deterministic scatter-add), launched from the hand-written PTX of
+ * its deterministic scatter-add), and f32 layer_norm_grad, launched from the hand-written PTX of
  * kernels.cu (raf_cuda_embedded_ptx("kernels")).
  *
  * The kernels are queued on the device's stream like codegen's; each
@@ -251,4 +251,39 @@ raf_status raf_cuda_take_grad(const raf_kernel *k) {
                         0};
   void *params[] = {&dst, &dy, &idx, &idx32, &outer, &nidx, &dim, &inner};
   return launch(k, "raf_take_grad_f32", dims, params);
+}
+
+/* layer_norm_grad in f32 (kernels.cu): the rows' dx and statistics, then
+ * the columns' dgamma and dbeta, with 2 * rows doubles of statistics on
+ * the device between them. */
+raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
+  const raf_type *xt = k->in[1]->type;
+  int axis = norm_axis(raf_stmt_attr_int(k->stmt, "axis"), xt->rank);
+  if (axis < 0)
+    return raf_kernel_fail(k, "axis out of range for rank %d", xt->rank);
+  int64_t n = 1;
+  for (int d = axis; d < xt->rank; d++)
+    n *= xt->dims[d];
+  int64_t rows = n ? xt->numel / n : 0;
+  if (rows == 0 || n == 0)
+    return RAF_OK;
+  raf_device *dev = raf_exec_device(k->ex);
+  void *stats = NULL;
+  if (raf_device_alloc(dev, sizeof(double) * 2 * (size_t)rows, &stats) !=
+      RAF_OK)
+    return raf_kernel_fail(k, "out of %s memory for the rows' statistics",
+                           raf_device_name(dev));
+  raf_attr_value eps_attr;
+  double eps = raf_stmt_attr(k->stmt, "eps", &eps_attr) ? eps_attr.u.f : 1e-5;
+  void *dx = k->out[0]->data, *dgamma = k->out[1]->data,
+       *dbeta = k->out[2]->data, *dy = k->in[0]->data, *x = k->in[1]->data,
+       *gamma = k->in[2]->data;
+  void *rows_params[] = {&dx, &stats, &dy, &x, &gamma, &rows, &n, &eps};
+  raf_status rc = launch(k, "raf_layer_norm_grad_rows_f32", cover(rows),
+                         rows_params);
+  void *col_params[] = {&dgamma, &dbeta, &dy, &x, &stats, &rows, &n};
+  if (rc == RAF_OK)
+    rc = launch(k, "raf_layer_norm_grad_params_f32", cover(n), col_params);
+  raf_device_free(dev, stats); /* after the queued launches */
+  return rc;
 }

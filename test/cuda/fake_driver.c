@@ -258,8 +258,8 @@ typedef struct fake_module {
   int n;
   char names[64][128];
   int nparams[64]; /* the .param declarations of each entry */
-  /* their types, up to 16: 'p' .u64, 'f' .f32, 's' a struct (.align .b8
-   * array), 'i' 32-bit integers */
+  /* their types, up to 16: 'p' .u64, 'f' .f32, 'd' .f64, 's' a struct
+   * (.align .b8 array), 'i' 32-bit integers */
   char types[64][16];
 } fake_module;
 
@@ -331,6 +331,7 @@ static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
       if (np < 16)
         fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0     ? 'p'
                                : strncmp(q, ".param .f32", 11) == 0   ? 'f'
+                               : strncmp(q, ".param .f64", 11) == 0   ? 'd'
                                : strncmp(q, ".param .align", 13) == 0 ? 's'
                                                                       : 'i';
     }
@@ -398,6 +399,9 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       else
         snprintf(vals + len, sizeof vals - len, "%s%llu", i ? "," : "",
                  (unsigned long long)v);
+    } else if (t == 'd') {
+      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+               *(const double *)params[i]);
     } else if (t == 's') {
       snprintf(vals + len, sizeof vals - len, "%sstruct", i ? "," : "");
     } else if (t == 'f') {
