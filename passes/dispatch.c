@@ -107,6 +107,33 @@ static bool device_has_dialects(const char *device) {
   return false;
 }
 
+/* Why no dialect of `device` implements op, for its error: the one place
+ * that says which dialect would ("" when none is planned). */
+static const char *missing_why(const char *device, raf_opcode op) {
+  if (!device_has_dialects(device))
+    return " (no dialect runs on it yet)";
+  if (strcmp(device, "cuda") != 0)
+    return "";
+  switch (op) {
+  case RAF_OP_MATMUL:
+  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION:
+  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD:
+    return " (enable the cublas dialect)";
+  case RAF_OP_CONV2D:
+  case RAF_OP_CONV2D_GRAD_INPUT:
+  case RAF_OP_CONV2D_GRAD_WEIGHT:
+  case RAF_OP_MAX_POOL2D:
+  case RAF_OP_MAX_POOL2D_GRAD:
+  case RAF_OP_AVG_POOL2D:
+  case RAF_OP_AVG_POOL2D_GRAD:
+  case RAF_OP_BATCH_NORM:
+  case RAF_OP_BATCH_NORM_GRAD:
+    return " (cuDNN dialect not built)";
+  default:
+    return "";
+  }
+}
+
 static bool enabled(const order *o, raf_dialect d) {
   for (int i = 0; i < o->n; i++)
     if (o->d[i] == d)
@@ -173,10 +200,7 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
           raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
                           "dispatch: %s: no %s implementation for %s%s",
                           raf_op_table[s->op].name, device,
-                          raf_dtype_name(dt),
-                          device_has_dialects(device)
-                              ? ""
-                              : " (no dialect runs on it yet)");
+                          raf_dtype_name(dt), missing_why(device, s->op));
         else
           lacking[s->op] = true;
         nlacking++;

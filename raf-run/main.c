@@ -162,8 +162,9 @@ static bool parse_number_flag(const char *flag, const char *v, double lo,
 }
 
 /* Without --dialects: every dialect of the device, highest priority first
- * (the dispatch pass's default), less those this build cannot run (onednn
- * without oneDNN: raf_dialect_unavailable), written into buf; NULL when
+ * (the dispatch pass's default; for cuda: the cuda dialect, and each other
+ * dialect lang/dialects.def puts on the cuda device, cublas), less those
+ * this build cannot run (onednn without oneDNN: raf_dialect_unavailable), written into buf; NULL when
  * it can run them all, leaving the pass its own default. */
 static const char *default_dialects(const char *device, char *buf,
                                     size_t size) {
@@ -869,6 +870,8 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
                     "--device=%s: raf-run was %s", kind, why);
   else
     rc = raf_device_open(scratch, o->device, 0, out);
+  if (rc == RAF_OK) /* scratch goes; the device's later errors are ctx's */
+    raf_device_set_ctx(*out, ctx);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "--device=%s", kind);
   rr_relay_diags(ctx, scratch, prefix);

@@ -52,6 +52,8 @@ raf_status raf_device_fail(raf_device *d, const char *fmt, ...) {
   return RAF_ERROR;
 }
 
+void raf_device_set_ctx(raf_device *d, raf_ctx *ctx) { d->ctx = ctx; }
+
 raf_status raf_device_count(raf_ctx *ctx, raf_device_kind k, int *count) {
   *count = 0;
   const char *why = raf_device_kind_unavailable(k);

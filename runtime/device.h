@@ -71,6 +71,10 @@ raf_status raf_device_count(raf_ctx *ctx, raf_device_kind k, int *count);
  * libcuda.so.1 (no NVIDIA driver)", "no CUDA device"), and *out is NULL. */
 raf_status raf_device_open(raf_ctx *ctx, raf_device_kind k, int ordinal,
                            raf_device **out);
+/* Sends d's later errors to ctx (borrowed, outliving the device) instead
+ * of the context it was opened with: for a caller that opens it with
+ * messages collected apart. */
+void raf_device_set_ctx(raf_device *d, raf_ctx *ctx);
 /* Waits for the device's queued work and closes it. NULL is ignored. */
 void raf_device_destroy(raf_device *d);
 

@@ -17,17 +17,31 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = raf_llvm_kernels,
     [RAF_DIALECT_ONEDNN] = raf_onednn_kernels,
     [RAF_DIALECT_MPI] = raf_mpi_kernels,
+#ifdef RAF_HAVE_CUDA
+    [RAF_DIALECT_CUDA] = raf_cuda_kernels,
+#endif
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = &raf_llvm_hooks,
     [RAF_DIALECT_ONEDNN] = &raf_onednn_hooks,
     [RAF_DIALECT_MPI] = &raf_mpi_hooks,
+#ifdef RAF_HAVE_CUDA
+    [RAF_DIALECT_CUDA] = &raf_cuda_hooks,
+#endif
 };
+
+#ifdef RAF_HAVE_CUDA
+static const char *const cuda_unavailable = NULL;
+#else
+static const char *const cuda_unavailable =
+    "raf was built without the CUDA toolkit";
+#endif
 
 const char *raf_dialect_unavailable(raf_dialect d) {
   return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
          : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
+         : d == RAF_DIALECT_CUDA ? cuda_unavailable
                                  : NULL;
 }
 

@@ -15,6 +15,8 @@ extern const raf_kernel_fn raf_cblas_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_llvm_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_onednn_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT];
+/* In a build with the CUDA toolkit only (runtime/cuda/cuda_dialect.c). */
+extern const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -43,6 +45,7 @@ const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
 extern const raf_dialect_hooks raf_llvm_hooks;
 extern const raf_dialect_hooks raf_onednn_hooks;
 extern const raf_dialect_hooks raf_mpi_hooks;
+extern const raf_dialect_hooks raf_cuda_hooks; /* with CUDA only */
 
 /* Why dialect d cannot run in this build (its library was not found when
  * raf was configured), or NULL when it can. A dialect that cannot keeps

@@ -205,12 +205,40 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A kernel on a device the host does not address (a GPU), timed by two
+ * events of its stream around what it queues: the time the device spent,
+ * not the time the host took to queue it. Waiting for the second event
+ * synchronizes the stream after every kernel: profiling serializes. */
+static raf_status run_kernel_events(raf_exec *ex, step *st, raf_kernel *k) {
+  raf_device *d = ex->device;
+  raf_event *start = NULL, *end = NULL;
+  raf_status rc = raf_device_event_create(d, &start);
+  if (rc == RAF_OK)
+    rc = raf_device_event_create(d, &end);
+  if (rc == RAF_OK)
+    rc = raf_device_event_record(d, start);
+  if (rc == RAF_OK)
+    rc = st->kernel(k);
+  double ms = 0;
+  if (rc == RAF_OK)
+    rc = raf_device_event_record(d, end);
+  if (rc == RAF_OK)
+    rc = raf_device_event_elapsed(d, start, end, &ms);
+  raf_device_event_destroy(d, start);
+  raf_device_event_destroy(d, end);
+  st->prof_ns += (int64_t)(ms * 1e6);
+  st->prof_runs++;
+  return rc;
+}
+
 /* A step's kernel, timed when profiling. Only kernels are timed: a call
  * that runs its callee's plan is the sum of the callee's steps, which
  * are timed themselves. */
 static raf_status run_kernel(raf_exec *ex, step *st, raf_kernel *k) {
   if (!ex->opts.profile)
     return st->kernel(k);
+  if (!raf_device_host_addressable(ex->device))
+    return run_kernel_events(ex, st, k);
   int64_t t0 = now_ns();
   raf_status rc = st->kernel(k);
   st->prof_ns += now_ns() - t0;

@@ -26,6 +26,7 @@ typedef struct cuda_device {
   CUdevice dev;
   CUcontext context; /* the primary context, retained */
   CUstream stream;
+  int major, minor; /* compute capability */
 } cuda_device;
 
 struct raf_event {
@@ -243,7 +244,16 @@ static raf_status describe(cuda_device *c, int ordinal) {
            "CUDA %d.%d",
            ordinal, name, major, minor, (double)bytes / (1u << 30),
            drv->version / 1000, drv->version % 1000 / 10);
+  c->major = major;
+  c->minor = minor;
   return RAF_OK;
+}
+
+void raf_cuda_device_capability(const raf_device *d, int *major,
+                                int *minor) {
+  const cuda_device *c = (const cuda_device *)d;
+  *major = c->major;
+  *minor = c->minor;
 }
 
 raf_status raf_cuda_device_open(raf_ctx *ctx, int ordinal, raf_device **out) {

@@ -19,5 +19,9 @@ const raf_cuda_driver *raf_cuda_device_driver(const raf_device *d);
 /* Makes the device's context current on the calling thread (each
  * operation of the device does so itself). */
 raf_status raf_cuda_device_make_current(raf_device *d);
+/* The device's compute capability (9.0: *major 9, *minor 0), read when it
+ * was opened. */
+void raf_cuda_device_capability(const raf_device *d, int *major,
+                                int *minor);
 
 #endif

@@ -6,6 +6,8 @@
  * Conventions: extern "C" names prefixed raf_; shapes in comments; every
  * kernel strides over its work, so any grid covers it.
  */
+#include "runtime/cuda/kernels.h"
+
 #include <stdint.h>
 
 /* dst[i] = value for i in [0, n): the fill of a buffer of f32. */
@@ -13,4 +15,120 @@ extern "C" __global__ void raf_fill_f32(float *dst, float value, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     dst[i] = value;
+}
+
+/* ---- Data movement (kernels.h: raf_move) --------------------------------- */
+
+/* The strided copy of m, for elements of SIZE bytes (any dtype). */
+#define RAF_MOVE_KERNEL(NAME, T)                                               \
+  extern "C" __global__ void NAME(T *dst, const T *src, raf_move m) {          \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m.n;  \
+         i += (int64_t)gridDim.x * blockDim.x)                                 \
+      dst[raf_move_offset(&m, i, 0)] = src[raf_move_offset(&m, i, 1)];         \
+  }
+RAF_MOVE_KERNEL(raf_move_1, uint8_t)
+RAF_MOVE_KERNEL(raf_move_2, uint16_t)
+RAF_MOVE_KERNEL(raf_move_4, uint32_t)
+RAF_MOVE_KERNEL(raf_move_8, uint64_t)
+
+/* take(table, indices) {axis}, the table viewed as [outer, dim, inner],
+ * the result as [outer, nidx, inner]: result[o, i, c] = table[o,
+ * indices[i], c]. Indices are int64 (idx32 == 0) or int32, already checked
+ * on the host to be in [-dim, dim). */
+#define RAF_TAKE_KERNEL(NAME, T)                                               \
+  extern "C" __global__ void NAME(T *dst, const T *table, const void *idx,     \
+                                  int idx32, int64_t outer, int64_t nidx,      \
+                                  int64_t dim, int64_t inner) {                \
+    int64_t n = outer * nidx * inner;                                          \
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;    \
+         e += (int64_t)gridDim.x * blockDim.x) {                               \
+      int64_t c = e % inner, i = e / inner % nidx, o = e / inner / nidx;       \
+      int64_t x = idx32 ? ((const int32_t *)idx)[i]                            \
+                        : ((const int64_t *)idx)[i];                           \
+      if (x < 0)                                                               \
+        x += dim;                                                              \
+      dst[e] = table[(o * dim + x) * inner + c];                               \
+    }                                                                          \
+  }
+RAF_TAKE_KERNEL(raf_take_1, uint8_t)
+RAF_TAKE_KERNEL(raf_take_2, uint16_t)
+RAF_TAKE_KERNEL(raf_take_4, uint32_t)
+RAF_TAKE_KERNEL(raf_take_8, uint64_t)
+
+/* take_grad(dy, indices) {axis, dim} in f32: one block per table row
+ * (o, x) (blocks stride over the rows), its threads over the row's inner
+ * elements, each summing in float, as PyTorch's embedding backward and
+ * cpu-ref do, the dy rows of the indices that land on x in ascending
+ * order (raf_take_grad_owns): deterministic, without atomics. */
+extern "C" __global__ void raf_take_grad_f32(float *dst, const float *dy,
+                                             const void *idx, int idx32,
+                                             int64_t outer, int64_t nidx,
+                                             int64_t dim, int64_t inner) {
+  for (int64_t row = blockIdx.x; row < outer * dim; row += gridDim.x) {
+    int64_t o = row / dim, x = row % dim;
+    for (int64_t c = threadIdx.x; c < inner; c += blockDim.x) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < nidx; i++) {
+        int64_t v = idx32 ? ((const int32_t *)idx)[i]
+                          : ((const int64_t *)idx)[i];
+        if (raf_take_grad_owns(v, dim, x))
+          acc += dy[(o * nidx + i) * inner + c];
+      }
+      dst[row * inner + c] = acc;
+    }
+  }
+}
+
+/* ---- layer_norm_grad (f32) ------------------------------------------------ */
+
+/* layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta) over rows of n
+ * elements, in double as cpu-ref (runtime/cpuref/grad.c), with the same
+ * sums in the same order: one thread per row (threads stride over the
+ * rows) computes the row's mean and rstd (kept in mean_rstd[2 * row]) and
+ * its dx. */
+extern "C" __global__ void raf_layer_norm_grad_rows_f32(
+    float *dx, double *mean_rstd, const float *dy, const float *x,
+    const float *gamma, int64_t rows, int64_t n, double eps) {
+  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
+       r += (int64_t)gridDim.x * blockDim.x) {
+    const float *xr = x + r * n, *dyr = dy + r * n;
+    double mean = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t e = 0; e < n; e++)
+      mean += (double)xr[e];
+    mean /= (double)n;
+    for (int64_t e = 0; e < n; e++)
+      var += ((double)xr[e] - mean) * ((double)xr[e] - mean);
+    var /= (double)n;
+    double rstd = 1 / sqrt(var + eps);
+    for (int64_t e = 0; e < n; e++) {
+      double g = (double)dyr[e] * (double)gamma[e];
+      mg += g;
+      mgx += g * ((double)xr[e] - mean) * rstd;
+    }
+    mg /= (double)n;
+    mgx /= (double)n;
+    for (int64_t e = 0; e < n; e++)
+      dx[r * n + e] = (float)(rstd * ((double)dyr[e] * (double)gamma[e] - mg -
+                                      ((double)xr[e] - mean) * rstd * mgx));
+    mean_rstd[2 * r] = mean;
+    mean_rstd[2 * r + 1] = rstd;
+  }
+}
+
+/* Then dgamma and dbeta: one thread per column, adding over the rows in
+ * ascending order in double (cpu-ref's order), rounded once. */
+extern "C" __global__ void raf_layer_norm_grad_params_f32(
+    float *dgamma, float *dbeta, const float *dy, const float *x,
+    const double *mean_rstd, int64_t rows, int64_t n) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+       e += (int64_t)gridDim.x * blockDim.x) {
+    double dg = 0, db = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      double d = (double)dy[r * n + e];
+      dg += d * ((double)x[r * n + e] - mean_rstd[2 * r]) * mean_rstd[2 * r + 1];
+      db += d;
+    }
+    dgamma[e] = (float)dg;
+    dbeta[e] = (float)db;
+  }
 }

@@ -24,6 +24,16 @@ typedef struct raf_cuda_module raf_cuda_module;
  * that quotes the JIT's error log. */
 raf_status raf_cuda_module_load(raf_device *d, const char *ptx,
                                 const char *what, raf_cuda_module **out);
+/* As raf_cuda_module_load, for PTX generated at run time (codegen's):
+ * compiled to a cubin by the driver's JIT linker (cuLinkCreate,
+ * cuLinkAddData, cuLinkComplete), which goes into the on-disk kernel
+ * cache (raf_cg_cache_put, ".cubin") keyed on the PTX, the device's
+ * compute capability and the driver's version, and is loaded from there
+ * on a later load of the same PTX (*cached set; NULL is fine): the
+ * driver's JIT runs once per kernel, not once per process. */
+raf_status raf_cuda_module_load_cached(raf_device *d, const char *ptx,
+                                       const char *what,
+                                       raf_cuda_module **out, bool *cached);
 /* NULL is ignored. */
 void raf_cuda_module_unload(raf_device *d, raf_cuda_module *m);
 

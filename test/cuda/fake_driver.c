@@ -3,8 +3,10 @@
  *
  * It exports cuGetProcAddress_v2 only, as raf expects, and answers for
  * the entry points of runtime/cuda/driver.def: device memory is host
- * memory, copies and memsets are done at once, events read the clock,
- * modules and launches are refused (CUDA_ERROR_NOT_SUPPORTED). Device
+ * memory, copies and memsets are done at once, events read the clock.
+ * Modules are PTX text whose .entry names are recorded; launches of
+ * their functions run nothing: they are checked (device pointers as
+ * parameters, a block of at most 1024 threads) and logged. Device
  * pointers are host addresses with bit 63 flipped, so that host code that
  * reads or writes device memory directly crashes rather than passes.
  *
@@ -13,6 +15,14 @@
  *                               CUDA_ERROR_NO_DEVICE, as a driver does on
  *                               a machine without a GPU)
  *   RAF_FAKE_CUDA_MISSING=name  an entry point cuGetProcAddress lacks
+ *   RAF_FAKE_CUDA_CC=M.m        the compute capability (default 9.0)
+ *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES") and
+ *                               per launch ("launch NAME grid=X,Y,Z
+ *                               block=X,Y,Z shared=N") appended to file
+ *   RAF_FAKE_CUDA_REJECT=1      every module load (and cuLinkAddData)
+ *                               fails as a bad PTX does, with a JIT log
+ * The JIT linker (cuLink*) gives the PTX back as the "cubin", and logs
+ * "link NAME" per cuLinkComplete.
  * Memory still allocated when the last primary context is released is
  * reported on stderr ("fake cuda: N allocations never freed").
  *
@@ -21,6 +31,7 @@
  */
 #include <cuda.h>
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +60,8 @@ static CUresult fake_cuGetErrorString(CUresult e, const char **s) {
   case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
   case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
   case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
+  case CUDA_ERROR_INVALID_PTX: *s = "a PTX JIT compilation failed"; break;
+  case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -61,6 +74,8 @@ static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
   case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
   case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
   case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
+  case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; break;
+  case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -96,7 +111,13 @@ static CUresult fake_cuDeviceGetName(char *name, int len, CUdevice d) {
 static CUresult fake_cuDeviceGetAttribute(int *v, CUdevice_attribute a,
                                           CUdevice d) {
   (void)d;
-  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9 : 0;
+  const char *cc = getenv("RAF_FAKE_CUDA_CC");
+  int major = 9, minor = 0;
+  if (cc && *cc && sscanf(cc, "%d.%d", &major, &minor) != 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  *v = a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR   ? major
+       : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ? minor
+                                                           : 0;
   return CUDA_SUCCESS;
 }
 
@@ -232,31 +253,232 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
+/* A module: the .entry names of its PTX. */
+typedef struct fake_module {
+  int n;
+  char names[64][128];
+  int nparams[64]; /* the .param declarations of each entry */
+  /* their types, up to 16: 'p' .u64, 'f' .f32, 'd' .f64, 's' a struct
+   * (.align .b8 array), 'i' 32-bit integers */
+  char types[64][16];
+} fake_module;
+
+typedef struct fake_function {
+  fake_module *module;
+  int index;
+} fake_function;
+
+/* Appends one line to $RAF_FAKE_CUDA_LOG, when set. */
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...) {
+  const char *path = getenv("RAF_FAKE_CUDA_LOG");
+  FILE *f = path && *path ? fopen(path, "a") : NULL;
+  if (!f)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+
+/* Copies msg into the JIT's error log buffer of the options, if given. */
+static void jit_error(unsigned n, const CUjit_option *o, void **v,
+                      const char *msg) {
+  char *buf = NULL;
+  size_t size = 0;
+  for (unsigned i = 0; i < n; i++)
+    if (o[i] == CU_JIT_ERROR_LOG_BUFFER)
+      buf = v[i];
+    else if (o[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      size = (size_t)(uintptr_t)v[i];
+  if (buf && size)
+    snprintf(buf, size, "%s", msg);
+}
+
+/* Loads PTX text only (".version", ".target", then the .entry names),
+ * running nothing; RAF_FAKE_CUDA_REJECT set rejects every module as the
+ * driver's JIT does a bad PTX. */
 static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
                                         unsigned int n, CUjit_option *o,
                                         void **v) {
-  (void)m, (void)image, (void)n, (void)o, (void)v;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  const char *ptx = image;
+  if (getenv("RAF_FAKE_CUDA_REJECT")) {
+    jit_error(n, o, v, "ptxas fatal   : the fake driver rejects every PTX");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (!strstr(ptx, ".version") || !strstr(ptx, ".target")) {
+    jit_error(n, o, v, "ptxas fatal   : not PTX (no .version or .target)");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  fake_module *fm = calloc(1, sizeof *fm);
+  if (!fm)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (const char *p = strstr(ptx, ".entry "); p && fm->n < 64;
+       p = strstr(p + 7, ".entry ")) {
+    const char *name = p + 7;
+    size_t len = strcspn(name, "( \t\n");
+    if (len >= sizeof fm->names[0])
+      len = sizeof fm->names[0] - 1;
+    memcpy(fm->names[fm->n], name, len);
+    fm->names[fm->n][len] = '\0';
+    const char *open = strchr(name, '(');
+    const char *close = open ? strchr(open, ')') : NULL;
+    for (const char *q = close ? strstr(open, ".param") : NULL; q && q < close;
+         q = strstr(q + 6, ".param")) {
+      int np = fm->nparams[fm->n]++;
+      if (np < 16)
+        fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0     ? 'p'
+                               : strncmp(q, ".param .f32", 11) == 0   ? 'f'
+                               : strncmp(q, ".param .f64", 11) == 0   ? 'd'
+                               : strncmp(q, ".param .align", 13) == 0 ? 's'
+                                                                      : 'i';
+    }
+    fm->n++;
+  }
+  char names[1024] = "";
+  for (int i = 0; i < fm->n; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+             i ? "," : "", fm->names[i]);
+  log_line("load %s", names);
+  *m = (CUmodule)fm;
+  return CUDA_SUCCESS;
 }
+
+/* A function is a (module, index) pair in a fixed table. */
+static fake_function functions[4096];
+static int nfunctions;
 
 static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
                                          const char *name) {
-  (void)f, (void)m, (void)name;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  fake_module *fm = (fake_module *)m;
+  for (int i = 0; i < fm->n; i++)
+    if (strcmp(fm->names[i], name) == 0) {
+      if (nfunctions == (int)(sizeof functions / sizeof functions[0]))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+      functions[nfunctions] = (fake_function){fm, i};
+      *f = (CUfunction)&functions[nfunctions++];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
 }
 
 static CUresult fake_cuModuleUnload(CUmodule m) {
-  (void)m;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  for (int i = 0; i < nfunctions; i++)
+    if (functions[i].module == (fake_module *)m)
+      functions[i].module = NULL; /* a launch of it is then refused */
+  free(m);
+  return CUDA_SUCCESS;
 }
 
+/* Runs nothing: checks the function and the geometry, and logs "launch
+ * NAME grid=X,Y,Z block=X,Y,Z shared=N params=V,V,..." with each of the
+ * (first 16) parameters its .entry declares: a 64-bit one as "ptr" when
+ * it is a device pointer, else its value (a size; a host pointer would be
+ * a huge number), 32-bit ones by value, a struct as "struct". */
 static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                     unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned shared, CUstream s,
                                     void **params, void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
-  (void)shared, (void)s, (void)params, (void)extra;
-  return CUDA_ERROR_NOT_SUPPORTED;
+  const fake_function *ff = (const fake_function *)f;
+  if (!ff || !ff->module || s != (CUstream)&token || extra ||
+      !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  int np = ff->module->nparams[ff->index];
+  char vals[512] = "";
+  for (int i = 0; i < np && i < 16; i++) {
+    size_t len = strlen(vals);
+    char t = ff->module->types[ff->index][i];
+    if (!params || !params[i])
+      return CUDA_ERROR_INVALID_VALUE;
+    if (t == 'p') {
+      uint64_t v = *(const uint64_t *)params[i];
+      if (v & DEVICE_BIT)
+        snprintf(vals + len, sizeof vals - len, "%sptr", i ? "," : "");
+      else
+        snprintf(vals + len, sizeof vals - len, "%s%llu", i ? "," : "",
+                 (unsigned long long)v);
+    } else if (t == 'd') {
+      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+               *(const double *)params[i]);
+    } else if (t == 's') {
+      snprintf(vals + len, sizeof vals - len, "%sstruct", i ? "," : "");
+    } else if (t == 'f') {
+      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+               (double)*(const float *)params[i]);
+    } else {
+      snprintf(vals + len, sizeof vals - len, "%s%d", i ? "," : "",
+               *(const int *)params[i]);
+    }
+  }
+  log_line("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%s",
+           ff->module->names[ff->index], gx, gy, gz, bx, by, bz, shared, vals);
+  return CUDA_SUCCESS;
+}
+
+/* The linker's "cubin" is the PTX itself (which the fake's module load
+ * takes): a link state holds a copy of the data added; cuLinkComplete logs
+ * "link NAME". */
+typedef struct fake_link {
+  char *data;
+  size_t size;
+  char name[128];
+  unsigned nopts; /* cuLinkCreate's options: where the JIT log goes */
+  CUjit_option opts[8];
+  void *values[8];
+} fake_link;
+
+static CUresult fake_cuLinkCreate(unsigned int n, CUjit_option *o, void **v,
+                                  CUlinkState *state) {
+  fake_link *l = calloc(1, sizeof *l);
+  if (!l)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  for (unsigned i = 0; i < n && i < 8; i++) {
+    l->opts[i] = o[i];
+    l->values[i] = v[i];
+  }
+  l->nopts = n < 8 ? n : 8;
+  *state = (CUlinkState)l;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkAddData(CUlinkState state, CUjitInputType type,
+                                   void *data, size_t size, const char *name,
+                                   unsigned int n, CUjit_option *o, void **v) {
+  fake_link *l = (fake_link *)state;
+  if (type != CU_JIT_INPUT_PTX || l->data)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  (void)n, (void)o, (void)v;
+  if (getenv("RAF_FAKE_CUDA_REJECT")) {
+    jit_error(l->nopts, l->opts, l->values,
+              "ptxas fatal   : the fake driver rejects every PTX");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  if (!(l->data = malloc(size)))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  memcpy(l->data, data, size);
+  l->size = size;
+  snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkComplete(CUlinkState state, void **cubin,
+                                    size_t *size) {
+  fake_link *l = (fake_link *)state;
+  if (!l->data)
+    return CUDA_ERROR_INVALID_VALUE;
+  log_line("link %s", l->name);
+  *cubin = l->data;
+  *size = l->size;
+  return CUDA_SUCCESS;
+}
+
+static CUresult fake_cuLinkDestroy(CUlinkState state) {
+  fake_link *l = (fake_link *)state;
+  free(l->data);
+  free(l);
+  return CUDA_SUCCESS;
 }
 
 static const struct {
@@ -274,6 +496,7 @@ static const struct {
     E(cuEventCreate), E(cuEventRecord), E(cuEventSynchronize),
     E(cuEventElapsedTime), E(cuEventDestroy), E(cuModuleLoadDataEx),
     E(cuModuleGetFunction), E(cuModuleUnload), E(cuLaunchKernel),
+    E(cuLinkCreate), E(cuLinkAddData), E(cuLinkComplete), E(cuLinkDestroy),
 #undef E
 };
 

@@ -4,6 +4,7 @@
  * for call, and the call rule (raf_dialect_implements_call) follows its
  * rows. Fails when a row is added to ops.def or dialects.def without its
  * kernel. */
+#include "runtime/dialects.h"
 #include "runtime/kernel.h"
 
 #include <stdio.h>
@@ -22,6 +23,11 @@ int main(void) {
         promised |= raf_dialect_implements((raf_dialect)d, (raf_opcode)op,
                                            (raf_dtype)dt);
       bool has = raf_dialect_kernel((raf_dialect)d, (raf_opcode)op) != NULL;
+      /* A dialect this build lacks (cuda without the CUDA toolkit) has no
+       * table at all, and says why. */
+      if (promised && !has && raf_dialect_unavailable((raf_dialect)d) &&
+          !raf_dialect_kernel((raf_dialect)d, RAF_OP_CALL))
+        continue;
       if (promised != has)
         fprintf(stderr, "dialect %s, op %s: %s\n", info->name,
                 raf_op_table[op].name,
@@ -49,6 +55,27 @@ int main(void) {
   CHECK(!raf_dialect_fuses(RAF_DIALECT_LLVM, RAF_OP_EXP, RAF_I32));
   CHECK(!raf_dialect_fuses(RAF_DIALECT_LLVM, RAF_OP_MATMUL, RAF_F32));
   CHECK(!raf_dialect_implements(RAF_DIALECT_LLVM, RAF_OP_ADD, RAF_F32));
+  /* cuda compiles what llvm does, fused and as one-statement kernels, on
+   * the cuda device; matmul is cublas's, conv2d nobody's there yet. */
+  CHECK(raf_dialect_from_name("cuda", 4, &d) && d == RAF_DIALECT_CUDA);
+  CHECK(strcmp(raf_dialect_get(RAF_DIALECT_CUDA)->device, "cuda") == 0);
+  CHECK(raf_dialect_compiles_fused(RAF_DIALECT_CUDA));
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_ADD, RAF_F32));
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_SOFTMAX, RAF_F32));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_MATMUL, RAF_F32));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_CONV2D, RAF_F32));
+  /* Beyond codegen's rows: the hand-written kernels (kernels.cu). */
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_TAKE_GRAD, RAF_F32));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_TAKE_GRAD, RAF_F64));
+  for (int op = 0; op < RAF_OP_COUNT; op++)
+    for (int dt = 0; dt < RAF_DTYPE_COUNT; dt++)
+      if (op != RAF_OP_TRANSPOSE && op != RAF_OP_CONCAT &&
+          op != RAF_OP_SPLIT && op != RAF_OP_TAKE && op != RAF_OP_TAKE_GRAD &&
+          op != RAF_OP_LAYER_NORM_GRAD)
+        CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, (raf_opcode)op,
+                                     (raf_dtype)dt) ==
+              raf_dialect_fuses(RAF_DIALECT_LLVM, (raf_opcode)op,
+                                (raf_dtype)dt));
   const char *text =
       "func @fused_0(%x: f32[4]) -> f32[4] {fused} {\n"
       "  %y = exp(%x)\n  return %y\n}\n"
