@@ -17,17 +17,20 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = raf_llvm_kernels,
     [RAF_DIALECT_ONEDNN] = raf_onednn_kernels,
     [RAF_DIALECT_MPI] = raf_mpi_kernels,
+    [RAF_DIALECT_CUBLAS] = raf_cublas_kernels,
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_LLVM] = &raf_llvm_hooks,
     [RAF_DIALECT_ONEDNN] = &raf_onednn_hooks,
     [RAF_DIALECT_MPI] = &raf_mpi_hooks,
+    [RAF_DIALECT_CUBLAS] = &raf_cublas_hooks,
 };
 
 const char *raf_dialect_unavailable(raf_dialect d) {
   return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
          : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
+         : d == RAF_DIALECT_CUBLAS ? raf_cublas_unavailable
                                  : NULL;
 }
 
