@@ -3,7 +3,7 @@
  *
  * cuBLASLt is loaded at run time (cublaslt.h) by the prepare hook, and
  * only when a statement of the module is bound to the dialect, with one
- * handle, one heuristic preference and one workspace of
+ * handle and one workspace of
  * RAF_CUBLAS_WORKSPACE bytes per executor (device memory that the memory
  * plan does not count). Every product is described to cuBLASLt once: the
  * bind hook maps the statement's shapes (cublas_map.h), builds the
@@ -117,14 +117,35 @@ static lt_plan *plan_make(cublas_state *st, const raf_kernel *k,
   if (s == CUBLAS_STATUS_SUCCESS)
     s = layout(st, &p->c, sh->c, sh->m, sh->n, sh->ldc, sh->batch,
                sh->stride_c);
+  cublasLtMatmulPreference_t pref = NULL;
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    what = "cublasLtMatmulPreferenceCreate";
+    s = lt->cublasLtMatmulPreferenceCreate(&pref);
+  }
+  size_t ws = RAF_CUBLAS_WORKSPACE;
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    what = "cublasLtMatmulPreferenceSetAttribute";
+    s = lt->cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  }
+  static const cublasLtMatmulPreferenceAttributes_t aligns[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4 && s == CUBLAS_STATUS_SUCCESS; i++)
+    s = lt->cublasLtMatmulPreferenceSetAttribute(pref, aligns[i], &sh->align,
+                                                 sizeof sh->align);
   cublasLtMatmulHeuristicResult_t found;
   int nfound = 0;
   if (s == CUBLAS_STATUS_SUCCESS) {
     what = "cublasLtMatmulAlgoGetHeuristic";
     s = lt->cublasLtMatmulAlgoGetHeuristic(st->handle, p->desc, p->a, p->b,
-                                           p->c, p->c, st->pref, 1, &found,
+                                           p->c, p->c, pref, 1, &found,
                                            &nfound);
   }
+  if (pref)
+    lt->cublasLtMatmulPreferenceDestroy(pref);
   if (s == CUBLAS_STATUS_SUCCESS && nfound < 1)
     s = CUBLAS_STATUS_NOT_SUPPORTED;
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -135,6 +156,12 @@ static lt_plan *plan_make(cublas_state *st, const raf_kernel *k,
   }
   p->algo = found.algo;
   return p;
+}
+
+uint32_t cublas_align(uint32_t align, int64_t bytes) {
+  while (align > 1 && bytes % align)
+    align /= 2;
+  return align;
 }
 
 lt_plan *cublas_plan(cublas_state *st, const raf_kernel *k,
@@ -162,6 +189,10 @@ lt_plan *cublas_plan(cublas_state *st, const raf_kernel *k,
 raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
                       const void *a, const void *b, void *d, float alpha,
                       float beta) {
+  /* cuBLASLt runs in the context current on the calling thread, which may
+   * be any of the executor's. */
+  if (raf_cuda_device_make_current(st->dev) != RAF_OK)
+    return RAF_ERROR;
   cudaStream_t stream = (cudaStream_t)raf_device_stream(st->dev);
   cublasStatus_t s = st->lt->cublasLtMatmul(
       st->handle, p->desc, &alpha, a, p->a, b, p->b, &beta, d, p->c, d, p->c,
@@ -198,6 +229,13 @@ raf_status cublas_rowmajor(cublas_state *st, const raf_kernel *k,
   sh.stride_a = sb;
   sh.stride_b = sa;
   sh.stride_c = sc;
+  size_t abs = (size_t)raf_dtype_size(ab), cs = (size_t)raf_dtype_size(c);
+  sh.align = RAF_CUBLAS_BUFFER_ALIGN;
+  if (batch > 1) {
+    sh.align = cublas_align(sh.align, sa * (int64_t)abs);
+    sh.align = cublas_align(sh.align, sb * (int64_t)abs);
+    sh.align = cublas_align(sh.align, sc * (int64_t)cs);
+  }
   const lt_plan *p = cublas_plan(st, k, &sh);
   return p ? cublas_run(st, k, p, b, a, cp, alpha, beta) : RAF_ERROR;
 }
@@ -237,6 +275,21 @@ static bool mm_shape(const raf_type *at, const raf_type *bt,
   sh->stride_a = map->stride_a;
   sh->stride_b = map->stride_b;
   sh->stride_c = map->stride_c;
+  /* Every matrix the products read or write starts at a buffer plus
+   * multiples of the batch strides and of the outer dims' strides. */
+  int64_t ab = raf_dtype_size(at->dtype), c = raf_dtype_size(ot->dtype);
+  uint32_t al = RAF_CUBLAS_BUFFER_ALIGN;
+  if (map->batch > 1) {
+    al = cublas_align(al, map->stride_a * ab);
+    al = cublas_align(al, map->stride_b * ab);
+    al = cublas_align(al, map->stride_c * c);
+  }
+  for (int d = 0; d < map->outer_rank; d++) {
+    al = cublas_align(al, map->outer_sa[d] * ab);
+    al = cublas_align(al, map->outer_sb[d] * ab);
+    al = cublas_align(al, map->outer_sc[d] * c);
+  }
+  sh->align = al;
   return true;
 }
 
@@ -307,8 +360,6 @@ static void cublas_release(void *state) {
   raf_cuda_module_unload(st->dev, st->attention);
   if (st->workspace)
     raf_device_free(st->dev, st->workspace);
-  if (st->pref)
-    st->lt->cublasLtMatmulPreferenceDestroy(st->pref);
   if (st->handle)
     st->lt->cublasLtDestroy(st->handle);
   raf_cublaslt_unload(st->lt);
@@ -346,16 +397,7 @@ static raf_status cublas_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   if (rc == RAF_OK &&
       (s = st->lt->cublasLtCreate(&st->handle)) != CUBLAS_STATUS_SUCCESS)
     rc = fail(st, NULL, "cublasLtCreate", s);
-  if (rc == RAF_OK &&
-      (s = st->lt->cublasLtMatmulPreferenceCreate(&st->pref)) !=
-          CUBLAS_STATUS_SUCCESS)
-    rc = fail(st, NULL, "cublasLtMatmulPreferenceCreate", s);
   size_t ws = RAF_CUBLAS_WORKSPACE;
-  if (rc == RAF_OK &&
-      (s = st->lt->cublasLtMatmulPreferenceSetAttribute(
-           st->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-           sizeof ws)) != CUBLAS_STATUS_SUCCESS)
-    rc = fail(st, NULL, "cublasLtMatmulPreferenceSetAttribute", s);
   if (rc == RAF_OK && raf_device_alloc(dev, ws, &st->workspace) != RAF_OK) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "%s: out of memory for cuBLASLt's workspace (%zu MiB)",

@@ -21,7 +21,18 @@ typedef struct lt_shape {
   int64_t m, n, k;
   int64_t a_rows, a_cols, lda, b_rows, b_cols, ldb, ldc;
   int64_t batch, stride_a, stride_b, stride_c;
+  /* The alignment in bytes every matrix pointer of the product has (the
+   * buffers' 64, less where batch strides or offsets break it): the
+   * heuristic picks only algorithms that need no more. */
+  uint32_t align;
 } lt_shape;
+
+/* The buffers' alignment: raf_device_alloc's and the memory plan's
+ * (RAF_MEM_ALIGN). */
+#define RAF_CUBLAS_BUFFER_ALIGN 64u
+
+/* align lowered to what a pointer advanced by `bytes` keeps. */
+uint32_t cublas_align(uint32_t align, int64_t bytes);
 
 /* A product's descriptors and the algorithm the heuristic chose. */
 typedef struct lt_plan {
@@ -37,7 +48,6 @@ typedef struct cublas_state {
   raf_ctx *ctx;
   raf_cublaslt *lt;
   cublasLtHandle_t handle;
-  cublasLtMatmulPreference_t pref;
   void *workspace; /* RAF_CUBLAS_WORKSPACE bytes of device memory */
   bool tf32;       /* RAF_CUBLAS_TF32=1: f32 products in TF32 */
   lt_plan **plans;
