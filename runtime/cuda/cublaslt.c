@@ -118,9 +118,9 @@ raf_status raf_cublaslt_load(raf_ctx *ctx, raf_cublaslt **out) {
 }
 
 void raf_cublaslt_unload(raf_cublaslt *lt) {
-  if (!lt)
-    return;
-  dlclose(lt->library);
+  /* The library stays loaded: cuBLASLt keeps process-wide state (its
+   * static C++ runtime's allocations among it) that unloading would strand,
+   * and a later executor opens it again for nothing. */
   free(lt);
 }
 

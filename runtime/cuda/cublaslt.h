@@ -37,7 +37,8 @@ typedef struct raf_cublaslt {
  *   "cannot load P: <dlerror>"                  another dlopen failure
  *   "P has no cublasLtMatmul (cuBLASLt)"        an entry point missing */
 raf_status raf_cublaslt_load(raf_ctx *ctx, raf_cublaslt **out);
-/* NULL is ignored. */
+/* Frees lt; the library itself stays loaded for the process (dlclose
+ * would strand cuBLASLt's process-wide allocations). NULL is ignored. */
 void raf_cublaslt_unload(raf_cublaslt *lt);
 
 /* The status in words ("CUBLAS_STATUS_NOT_SUPPORTED"), or a number. */
