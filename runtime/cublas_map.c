@@ -114,3 +114,53 @@ void raf_gemm_map_offsets(const raf_gemm_map *map, int64_t i, int64_t *off_a,
     *off_c += idx * map->outer_sc[d];
   }
 }
+
+void raf_gemm_map_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                           int64_t lda, int64_t sa, int64_t ldb, int64_t sb,
+                           int64_t ldc, int64_t sc, int64_t batch,
+                           raf_gemm_map *out) {
+  memset(out, 0, sizeof *out);
+  /* C^T [N, M] = op(B)^T op(A)^T, column-major: cuBLASLt's A is B. */
+  out->trans_a = tb;
+  out->trans_b = ta;
+  out->m = N;
+  out->n = M;
+  out->k = K;
+  out->a_rows = tb ? K : N;
+  out->a_cols = tb ? N : K;
+  out->lda = ldb;
+  out->b_rows = ta ? M : K;
+  out->b_cols = ta ? K : M;
+  out->ldb = lda;
+  out->ldc = ldc;
+  out->batch = batch;
+  out->stride_a = sb;
+  out->stride_b = sa;
+  out->stride_c = sc;
+  out->outer = 1;
+  out->empty = M * N * batch == 0;
+  out->zero = !out->empty && K == 0;
+}
+
+/* align lowered to what a pointer advanced by `bytes` keeps. */
+static uint32_t keep(uint32_t align, int64_t bytes) {
+  while (align > 1 && bytes % align)
+    align /= 2;
+  return align;
+}
+
+uint32_t raf_gemm_map_align(const raf_gemm_map *map, uint32_t buffers,
+                            int64_t ab_size, int64_t c_size) {
+  uint32_t al = buffers;
+  if (map->batch > 1) {
+    al = keep(al, map->stride_a * ab_size);
+    al = keep(al, map->stride_b * ab_size);
+    al = keep(al, map->stride_c * c_size);
+  }
+  for (int d = 0; d < map->outer_rank; d++) {
+    al = keep(al, map->outer_sa[d] * ab_size);
+    al = keep(al, map->outer_sb[d] * ab_size);
+    al = keep(al, map->outer_sc[d] * c_size);
+  }
+  return al;
+}

@@ -50,6 +50,22 @@ bool raf_gemm_map_make(const raf_type *at, const raf_type *bt,
                        const raf_type *ot, bool ta, bool tb,
                        raf_gemm_map *out);
 
+/* The row-major strided-batch product C [M, N] = op(A) op(B), `batch`
+ * times, with row-major leading dims lda, ldb, ldc and batch strides sa,
+ * sb, sc (elements), as one column-major strided batch into *out (no
+ * outer loop). The attention kernels' products. */
+void raf_gemm_map_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                           int64_t lda, int64_t sa, int64_t ldb, int64_t sb,
+                           int64_t ldc, int64_t sc, int64_t batch,
+                           raf_gemm_map *out);
+
+/* The alignment in bytes (a power of two, at most `buffers`) that every
+ * matrix pointer of map's GEMMs keeps when its buffers are aligned to
+ * `buffers`: lowered where a batch stride or an outer offset, in bytes
+ * (elements of ab_size for A and B, c_size for C), is not a multiple. */
+uint32_t raf_gemm_map_align(const raf_gemm_map *map, uint32_t buffers,
+                            int64_t ab_size, int64_t c_size);
+
 /* The element offsets of outer launch i (0 <= i < map->outer) into
  * cuBLASLt's A (raf's b), B (raf's a) and D (raf's result). */
 void raf_gemm_map_offsets(const raf_gemm_map *map, int64_t i, int64_t *off_a,

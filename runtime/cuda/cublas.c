@@ -158,12 +158,6 @@ static lt_plan *plan_make(cublas_state *st, const raf_kernel *k,
   return p;
 }
 
-uint32_t cublas_align(uint32_t align, int64_t bytes) {
-  while (align > 1 && bytes % align)
-    align /= 2;
-  return align;
-}
-
 lt_plan *cublas_plan(cublas_state *st, const raf_kernel *k,
                      const lt_shape *shape) {
   for (int i = 0; i < st->nplans; i++)
@@ -201,6 +195,34 @@ raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
                                     : fail(st, k, "cublasLtMatmul", s);
 }
 
+/* The cache key of one strided batch of map: dtypes ab (A and B) and c,
+ * and the alignment every matrix pointer keeps: the buffers', less what
+ * batch strides and outer offsets (in bytes) break. */
+static void shape_of_map(const raf_gemm_map *map, raf_dtype ab, raf_dtype c,
+                         lt_shape *sh) {
+  memset(sh, 0, sizeof *sh);
+  sh->ab = ab;
+  sh->c = c;
+  sh->trans_a = map->trans_a;
+  sh->trans_b = map->trans_b;
+  sh->m = map->m;
+  sh->n = map->n;
+  sh->k = map->k;
+  sh->a_rows = map->a_rows;
+  sh->a_cols = map->a_cols;
+  sh->lda = map->lda;
+  sh->b_rows = map->b_rows;
+  sh->b_cols = map->b_cols;
+  sh->ldb = map->ldb;
+  sh->ldc = map->ldc;
+  sh->batch = map->batch;
+  sh->stride_a = map->stride_a;
+  sh->stride_b = map->stride_b;
+  sh->stride_c = map->stride_c;
+  sh->align = raf_gemm_map_align(map, RAF_CUBLAS_BUFFER_ALIGN,
+                                 raf_dtype_size(ab), raf_dtype_size(c));
+}
+
 raf_status cublas_rowmajor(cublas_state *st, const raf_kernel *k,
                            raf_dtype ab, raf_dtype c, bool ta, bool tb,
                            int64_t M, int64_t N, int64_t K, const void *a,
@@ -208,34 +230,12 @@ raf_status cublas_rowmajor(cublas_state *st, const raf_kernel *k,
                            int64_t ldb, int64_t sb, void *cp, int64_t ldc,
                            int64_t sc, int64_t batch, float alpha,
                            float beta) {
-  /* C^T [N, M] = op(B)^T op(A)^T, column-major: cuBLASLt's A is b. */
+  raf_gemm_map map;
   lt_shape sh;
-  memset(&sh, 0, sizeof sh);
-  sh.ab = ab;
-  sh.c = c;
-  sh.trans_a = tb;
-  sh.trans_b = ta;
-  sh.m = N;
-  sh.n = M;
-  sh.k = K;
-  sh.a_rows = tb ? K : N;
-  sh.a_cols = tb ? N : K;
-  sh.lda = ldb;
-  sh.b_rows = ta ? M : K;
-  sh.b_cols = ta ? K : M;
-  sh.ldb = lda;
-  sh.ldc = ldc;
-  sh.batch = batch;
-  sh.stride_a = sb;
-  sh.stride_b = sa;
-  sh.stride_c = sc;
-  size_t abs = (size_t)raf_dtype_size(ab), cs = (size_t)raf_dtype_size(c);
-  sh.align = RAF_CUBLAS_BUFFER_ALIGN;
-  if (batch > 1) {
-    sh.align = cublas_align(sh.align, sa * (int64_t)abs);
-    sh.align = cublas_align(sh.align, sb * (int64_t)abs);
-    sh.align = cublas_align(sh.align, sc * (int64_t)cs);
-  }
+  raf_gemm_map_rowmajor(ta, tb, M, N, K, lda, sa, ldb, sb, ldc, sc, batch,
+                        &map);
+  shape_of_map(&map, ab, c, &sh);
+  /* cuBLASLt's A is raf's b, its B raf's a. */
   const lt_plan *p = cublas_plan(st, k, &sh);
   return p ? cublas_run(st, k, p, b, a, cp, alpha, beta) : RAF_ERROR;
 }
@@ -256,40 +256,7 @@ static bool mm_shape(const raf_type *at, const raf_type *bt,
                      lt_shape *sh) {
   if (!raf_gemm_map_make(at, bt, ot, ta, tb, map))
     return false;
-  memset(sh, 0, sizeof *sh);
-  sh->ab = at->dtype;
-  sh->c = ot->dtype;
-  sh->trans_a = map->trans_a;
-  sh->trans_b = map->trans_b;
-  sh->m = map->m;
-  sh->n = map->n;
-  sh->k = map->k;
-  sh->a_rows = map->a_rows;
-  sh->a_cols = map->a_cols;
-  sh->lda = map->lda;
-  sh->b_rows = map->b_rows;
-  sh->b_cols = map->b_cols;
-  sh->ldb = map->ldb;
-  sh->ldc = map->ldc;
-  sh->batch = map->batch;
-  sh->stride_a = map->stride_a;
-  sh->stride_b = map->stride_b;
-  sh->stride_c = map->stride_c;
-  /* Every matrix the products read or write starts at a buffer plus
-   * multiples of the batch strides and of the outer dims' strides. */
-  int64_t ab = raf_dtype_size(at->dtype), c = raf_dtype_size(ot->dtype);
-  uint32_t al = RAF_CUBLAS_BUFFER_ALIGN;
-  if (map->batch > 1) {
-    al = cublas_align(al, map->stride_a * ab);
-    al = cublas_align(al, map->stride_b * ab);
-    al = cublas_align(al, map->stride_c * c);
-  }
-  for (int d = 0; d < map->outer_rank; d++) {
-    al = cublas_align(al, map->outer_sa[d] * ab);
-    al = cublas_align(al, map->outer_sb[d] * ab);
-    al = cublas_align(al, map->outer_sc[d] * c);
-  }
-  sh->align = al;
+  shape_of_map(map, at->dtype, ot->dtype, sh);
   return true;
 }
 

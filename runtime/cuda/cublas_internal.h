@@ -31,8 +31,6 @@ typedef struct lt_shape {
  * (RAF_MEM_ALIGN). */
 #define RAF_CUBLAS_BUFFER_ALIGN 64u
 
-/* align lowered to what a pointer advanced by `bytes` keeps. */
-uint32_t cublas_align(uint32_t align, int64_t bytes);
 
 /* A product's descriptors and the algorithm the heuristic chose. */
 typedef struct lt_plan {

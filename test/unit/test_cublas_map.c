@@ -5,7 +5,10 @@
  * broadcast batches (some dims only, which needs the outer loop) and the
  * folded batch, a host column-major GEMM that reads the operands exactly
  * as cuBLASLt would be told (m, n, k, leading dims, ops, batch strides,
- * outer offsets) must give raf's row-major matmul, element for element.
+ * outer offsets) must give raf's row-major matmul, element for element;
+ * and so must the row-major strided batches of the attention kernels'
+ * products, each with both transposes it uses; and the alignment the
+ * heuristic is promised follows the strides.
  * In a build with CUDA also the loader of cuBLASLt
  * (runtime/cuda/cublaslt.h): RAF_CUBLASLT naming no file is one line that
  * says what to do, and the toolkit's library, where found, resolves every
@@ -159,6 +162,80 @@ static void check_mapping(raf_module *m) {
   CHECK(mp.zero && !mp.empty);
 }
 
+/* A row-major strided batch (the attention kernels' products): C [M, N]
+ * = op(A) op(B), A [M, K] or (ta) [K, M], B [K, N] or (tb) [N, K]. */
+static void check_rowmajor(bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                           int64_t batch) {
+  int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  int64_t sa = M * K, sb = K * N, sc = M * N;
+  raf_gemm_map mp;
+  raf_gemm_map_rowmajor(ta, tb, M, N, K, lda, sa, ldb, sb, N, sc, batch,
+                        &mp);
+  CHECK(mp.outer == 1 && mp.batch == batch && !mp.empty && !mp.zero);
+  double *a = malloc(sizeof *a * (size_t)(sa * batch));
+  double *b = malloc(sizeof *b * (size_t)(sb * batch));
+  double *want = calloc((size_t)(sc * batch), sizeof *want);
+  double *got = calloc((size_t)(sc * batch), sizeof *got);
+  for (int64_t i = 0; i < sa * batch; i++)
+    a[i] = (double)((i * 7 + 3) % 11) - 5;
+  for (int64_t i = 0; i < sb * batch; i++)
+    b[i] = (double)((i * 5 + 1) % 13) - 6;
+  for (int64_t t = 0; t < batch; t++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double s = 0;
+        for (int64_t l = 0; l < K; l++)
+          s += a[t * sa + (ta ? l * lda + i : i * lda + l)] *
+               b[t * sb + (tb ? j * ldb + l : l * ldb + j)];
+        want[t * sc + i * N + j] = s;
+      }
+  mapped(&mp, a, b, got);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < sc * batch; i++)
+    bad += want[i] != got[i];
+  CHECK(bad == 0);
+  free(a);
+  free(b);
+  free(want);
+  free(got);
+}
+
+/* The products of attention.cu's callers, L = 7 queries, S = 5 keys,
+ * E = 3, Ev = 4, over 3 heads. */
+static void check_attention_products(void) {
+  int64_t L = 7, S = 5, E = 3, Ev = 4, BH = 3;
+  check_rowmajor(false, true, L, S, E, BH);   /* s = q k^T */
+  check_rowmajor(false, false, L, Ev, S, BH); /* out = p v */
+  check_rowmajor(true, false, S, Ev, L, BH);  /* dv = p^T dy */
+  check_rowmajor(false, true, L, S, Ev, BH);  /* dp = dy v^T */
+  check_rowmajor(false, false, L, E, S, BH);  /* dq = ds k */
+  check_rowmajor(true, false, S, E, L, BH);   /* dk = ds^T q */
+}
+
+/* The alignment the heuristic is promised. */
+static void check_align(raf_module *m) {
+  raf_gemm_map mp;
+  int64_t a1[] = {4, 8, 8}, b1[] = {4, 8, 8}, o1[] = {4, 8, 8};
+  CHECK(raf_gemm_map_make(raf_type_get(m, RAF_F32, 3, a1),
+                          raf_type_get(m, RAF_F32, 3, b1),
+                          raf_type_get(m, RAF_F32, 3, o1), false, false,
+                          &mp));
+  CHECK(raf_gemm_map_align(&mp, 64, 4, 4) == 64); /* strides of 256 bytes */
+  int64_t a2[] = {3, 5, 7}, b2[] = {3, 7, 9}, o2[] = {3, 5, 9};
+  CHECK(raf_gemm_map_make(raf_type_get(m, RAF_F32, 3, a2),
+                          raf_type_get(m, RAF_F32, 3, b2),
+                          raf_type_get(m, RAF_F32, 3, o2), false, false,
+                          &mp));
+  CHECK(raf_gemm_map_align(&mp, 64, 4, 4) == 4);  /* 140 bytes */
+  CHECK(raf_gemm_map_align(&mp, 64, 2, 2) == 2);  /* 70 bytes */
+  int64_t b3[] = {7, 9};
+  CHECK(raf_gemm_map_make(raf_type_get(m, RAF_F32, 3, a2),
+                          raf_type_get(m, RAF_F32, 2, b3),
+                          raf_type_get(m, RAF_F32, 3, o2), false, false,
+                          &mp));
+  CHECK(mp.batch == 1 && raf_gemm_map_align(&mp, 64, 4, 4) == 64); /* folded */
+}
+
 #ifdef RAF_HAVE_CUDA
 static const char *last_error(raf_ctx *ctx) {
   const char *msg = "";
@@ -199,6 +276,8 @@ int main(void) {
   raf_ctx *ctx = raf_ctx_create();
   raf_module *m = raf_module_create(ctx);
   check_mapping(m);
+  check_attention_products();
+  check_align(m);
 #ifdef RAF_HAVE_CUDA
   check_loader(ctx);
 #endif
