@@ -107,9 +107,13 @@ static bool device_has_dialects(const char *device) {
   return false;
 }
 
-/* Why no dialect of `device` implements op, for its error: the one place
- * that says which dialect would ("" when none is planned). */
-static const char *missing_why(const char *device, raf_opcode op) {
+static bool enabled(const order *o, raf_dialect d);
+
+/* Why no enabled dialect of `device` implements op, for its error: the one
+ * place that says which dialect would ("" when none is planned, or when
+ * that dialect is enabled and lacks the dtype). */
+static const char *missing_why(const order *o, const char *device,
+                               raf_opcode op) {
   if (!device_has_dialects(device))
     return " (no dialect runs on it yet)";
   if (strcmp(device, "cuda") != 0)
@@ -118,7 +122,8 @@ static const char *missing_why(const char *device, raf_opcode op) {
   case RAF_OP_MATMUL:
   case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION:
   case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD:
-    return " (enable the cublas dialect)";
+    return enabled(o, RAF_DIALECT_CUBLAS) ? ""
+                                          : " (enable the cublas dialect)";
   case RAF_OP_CONV2D:
   case RAF_OP_CONV2D_GRAD_INPUT:
   case RAF_OP_CONV2D_GRAD_WEIGHT:
@@ -200,7 +205,7 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
           raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
                           "dispatch: %s: no %s implementation for %s%s",
                           raf_op_table[s->op].name, device,
-                          raf_dtype_name(dt), missing_why(device, s->op));
+                          raf_dtype_name(dt), missing_why(&o, device, s->op));
         else
           lacking[s->op] = true;
         nlacking++;

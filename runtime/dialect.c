@@ -20,6 +20,7 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
 #ifdef RAF_HAVE_CUDA
     [RAF_DIALECT_CUDA] = raf_cuda_kernels,
 #endif
+    [RAF_DIALECT_CUBLAS] = raf_cublas_kernels,
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
@@ -29,6 +30,7 @@ static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
 #ifdef RAF_HAVE_CUDA
     [RAF_DIALECT_CUDA] = &raf_cuda_hooks,
 #endif
+    [RAF_DIALECT_CUBLAS] = &raf_cublas_hooks,
 };
 
 #ifdef RAF_HAVE_CUDA
@@ -42,6 +44,7 @@ const char *raf_dialect_unavailable(raf_dialect d) {
   return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
          : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
          : d == RAF_DIALECT_CUDA ? cuda_unavailable
+         : d == RAF_DIALECT_CUBLAS ? raf_cublas_unavailable
                                  : NULL;
 }
 

@@ -17,6 +17,7 @@ extern const raf_kernel_fn raf_onednn_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT];
 /* In a build with the CUDA toolkit only (runtime/cuda/cuda_dialect.c). */
 extern const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT];
+extern const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -46,6 +47,7 @@ extern const raf_dialect_hooks raf_llvm_hooks;
 extern const raf_dialect_hooks raf_onednn_hooks;
 extern const raf_dialect_hooks raf_mpi_hooks;
 extern const raf_dialect_hooks raf_cuda_hooks; /* with CUDA only */
+extern const raf_dialect_hooks raf_cublas_hooks;
 
 /* Why dialect d cannot run in this build (its library was not found when
  * raf was configured), or NULL when it can. A dialect that cannot keeps
@@ -54,5 +56,8 @@ const char *raf_dialect_unavailable(raf_dialect d);
 /* The onednn dialect's reason, or NULL in a build with oneDNN
  * (runtime/onednn/common.c). */
 extern const char *const raf_onednn_unavailable;
+/* The cublas dialect's reason, or NULL in a build with the CUDA toolkit
+ * (runtime/cuda/cublas.c, runtime/cublas_stub.c). */
+extern const char *const raf_cublas_unavailable;
 
 #endif
