@@ -31,7 +31,9 @@
 #                  (bench/gen_adamw.py), both as % of the copy bandwidth
 #   e  matmul      bench/gpu_matmul* (the cublas dialect vs torch.matmul)
 #                  if the bundle has it
-# PYTHON (default python3) runs the Python parts. CHECK_DEVICE (default
+# PYTHON (default python3) runs the Python parts; TORCH_SECONDS (default 95)
+# limits PyTorch's GPT-2 runs within their part, so that the modes done
+# before it still print. CHECK_DEVICE (default
 # cuda) is the device of raf-run: CHECK_DEVICE=cpu tries the script's
 # plumbing on a machine without a GPU (the GPT-2 parts are then far too slow
 # for their limits).
@@ -119,7 +121,7 @@ devices() {
 test_device() {
   "$B/bin/test_device" --gpu >&2
   rc=$?
-  [ $rc -eq 77 ] && { echo "SKIPPED (test_device sees no GPU)"; exit 1; }
+  [ $rc -eq 77 ] && { echo "test_device --gpu: skipped, it sees no GPU" >&2; exit 1; }
   [ $rc -eq 0 ] && echo "ok"
   exit $rc
 }
@@ -199,9 +201,11 @@ gpt2_bf16() {
 }
 gpt2_torch() {
   d=$W/gpt2
-  "$PY" "$B/bench/gpu_gpt2_torch.py" --layers $L --heads $H --embd $C \
-    --vocab $V --seq $T --batch $BATCH --steps $STEPS --warmup $WARMUP \
-    > "$d/torch.jsonl"
+  mkdir -p "$d"
+  # Its own limit, under the part's: the modes done before it are printed.
+  timeout -k 5 "${TORCH_SECONDS:-95}" "$PY" "$B/bench/gpu_gpt2_torch.py" \
+    --layers $L --heads $H --embd $C --vocab $V --seq $T --batch $BATCH \
+    --steps $STEPS --warmup $WARMUP > "$d/torch.jsonl"
   rc=$?
   "$PY" - "$d" <<'PY'
 import json, os, sys
@@ -217,6 +221,7 @@ for line in open(os.path.join(d, "torch.jsonl")):
     vs = (f"torch/raf {r['ms'] / mine:.2f}x" if mine else "raf: no figure")
     print(f"{r['mode']:<13} {r['ms']:.1f} ms/step; {vs}")
 PY
+  [ $rc -eq 124 ] && echo "gpu_gpt2_torch.py: timed out after ${TORCH_SECONDS:-95} s" >&2
   exit $rc
 }
 copy_bw() {

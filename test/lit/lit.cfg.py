@@ -16,15 +16,16 @@ config.test_source_root = os.path.dirname(__file__)
 
 raf_bin = lit_config.params.get("raf_bin", os.path.join(config.test_source_root, "..", "..", "build"))
 raf_bin = os.path.abspath(raf_bin)
-# FileCheck and not: Debian's llvm-19-tools, or the folder named by the
-# llvm_bin param (scripts/gpu-bundle.sh's bundle carries its own).
+# FileCheck, not and count: Debian's llvm-19-tools, or the folder named by
+# the llvm_bin param (scripts/gpu-bundle.sh's bundle carries its own, which
+# find their libraries through LD_LIBRARY_PATH, passed on by lit); %python:
+# /usr/bin/python3 or the python param.
 llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-19/bin")
 python = lit_config.params.get("python", "/usr/bin/python3")
 
 config.environment["PATH"] = os.pathsep.join([raf_bin, llvm_bin, config.environment.get("PATH", "")])
-# Sanitizer builds report leaks as errors; the bundle's FileCheck finds its
-# libraries through LD_LIBRARY_PATH.
-for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LD_LIBRARY_PATH"):
+# Sanitizer builds report leaks as errors.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
