@@ -168,9 +168,10 @@ sys.exit(acc < 0.85)' "${acc:-nan}" "$(median_ms "$d/train.jsonl" 10)" "$train_s
 gpt2_model() { # the model and its batches in $W/gpt2 (once)
   d=$W/gpt2
   mkdir -p "$d"
-  [ -f "$d/gpt2.raf" ] || "$PY" "$B/examples/gpt2/gen_gpt2.py" --layers $L \
+  # written aside, then moved: a part cut short leaves no half model
+  [ -f "$d/gpt2.raf" ] || { "$PY" "$B/examples/gpt2/gen_gpt2.py" --layers $L \
     --heads $H --embd $C --vocab $V --ctx $T --seq $T --batch $BATCH \
-    "$d/gpt2.raf" || return 1
+    "$d/gpt2.raf.part" && mv "$d/gpt2.raf.part" "$d/gpt2.raf"; } || return 1
   [ -f "$d/y.npy" ] || "$PY" "$B/bench/gpu_data.py" tokens "$d" \
     --rows $((2 * BATCH)) --seq $T --vocab $V || return 1
 }
