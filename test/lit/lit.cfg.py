@@ -16,7 +16,12 @@ config.test_source_root = os.path.dirname(__file__)
 
 raf_bin = lit_config.params.get("raf_bin", os.path.join(config.test_source_root, "..", "..", "build"))
 raf_bin = os.path.abspath(raf_bin)
-llvm_bin = "/usr/lib/llvm-19/bin"
+# FileCheck, not and count: Debian's llvm-19-tools, or the folder named by
+# the llvm_bin param (scripts/gpu-bundle.sh's bundle carries its own, which
+# find their libraries through LD_LIBRARY_PATH, passed on by lit); %python:
+# /usr/bin/python3 or the python param.
+llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-19/bin")
+python = lit_config.params.get("python", "/usr/bin/python3")
 
 config.environment["PATH"] = os.pathsep.join([raf_bin, llvm_bin, config.environment.get("PATH", "")])
 # Sanitizer builds report leaks as errors.
@@ -26,7 +31,7 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
 
 config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
 # Debian's NumPy is seen by the system Python only.
-config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%python", python))
 config.substitutions.append(("%FileCheck", os.path.join(llvm_bin, "FileCheck")))
 
 # The llvm dialect's JIT keeps its kernel cache in the build tree, not in
