@@ -6,6 +6,7 @@
 # mlp 768->3072 and 3072->768, LM head 768->50257) and, for each, the two
 # products of its backward (dx = dy W^T: MxNxK with transpose_b; dW = x^T
 # dy: KxMxN with transpose_a), in f32 (TF32 off on both sides) and bf16.
+# PYTHON: the Python with torch (default /usr/bin/python3).
 # Each product is a one-statement module whose operands raf-run makes on
 # the host ({init}) and copies to the GPU once; a step is timed to the end
 # of its work on the GPU (raf-run synchronizes), so it includes the
@@ -40,7 +41,7 @@ for s in ${SHAPES:-$fwd}; do
 done
 
 median() { # LOG: the median "ms" over the steps after the warm-up
-  /usr/bin/python3 - "$warmup" "$1" <<'PY'
+  "${PYTHON:-/usr/bin/python3}" - "$warmup" "$1" <<'PY'
 import json, statistics, sys
 ms = [json.loads(line)["ms"] for line in open(sys.argv[2])][int(sys.argv[1]):]
 print(f"{statistics.median(ms):.4f}")
@@ -48,7 +49,7 @@ PY
 }
 
 torch_ok=1
-if ! /usr/bin/python3 bench/gpu_matmul_torch.py --check 2> "$tmp/torch.err"; then
+if ! "${PYTHON:-/usr/bin/python3}" bench/gpu_matmul_torch.py --check 2> "$tmp/torch.err"; then
   echo "gpu_matmul: no torch on the GPU ($(head -1 "$tmp/torch.err"));" \
        "raf's figures only" >&2
   torch_ok=0
@@ -74,7 +75,7 @@ RAF
     raf_ms=$(median "$tmp/raf.jsonl")
     torch_ms=nan
     if [ "$torch_ok" = 1 ]; then
-      torch_ms=$(/usr/bin/python3 bench/gpu_matmul_torch.py "$dt" "$m" "$k" \
+      torch_ms=$("${PYTHON:-/usr/bin/python3}" bench/gpu_matmul_torch.py "$dt" "$m" "$k" \
                  "$n" "$flags" "$steps" "$warmup")
     fi
     awk -v dt="$dt" -v s="$shape ${flags:-nn}" -v r="$raf_ms" \

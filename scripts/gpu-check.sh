@@ -287,7 +287,7 @@ adamw() {
 }
 matmul() {
   if [ -f "$B/bench/gpu_matmul.sh" ]; then
-    bash "$B/bench/gpu_matmul.sh" "$B/bin"
+    PYTHON="$PY" bash "$B/bench/gpu_matmul.sh" "$B/bin"
   elif [ -f "$B/bench/gpu_matmul.py" ]; then
     "$PY" "$B/bench/gpu_matmul.py" --raf-bin "$B/bin"
   else
