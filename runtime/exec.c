@@ -19,6 +19,22 @@
 #include <string.h>
 #include <time.h>
 
+/* "[1,0]": the index of flat element i of type t (empty for a scalar). */
+void raf_index_str(const raf_type *t, int64_t i, char *buf, size_t size) {
+  int64_t idx[RAF_MAX_RANK];
+  for (int d = t->rank - 1; d >= 0; d--) {
+    idx[d] = t->dims[d] ? i % t->dims[d] : 0;
+    i = t->dims[d] ? i / t->dims[d] : 0;
+  }
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < t->rank && len < size; d++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%lld", d ? "," : "[",
+                            (long long)idx[d]);
+  if (t->rank && len < size)
+    snprintf(buf + len, size - len, "]");
+}
+
 raf_status raf_kernel_fail(const raf_kernel *k, const char *fmt, ...) {
   char msg[512];
   va_list ap;

@@ -44,6 +44,10 @@ typedef struct raf_kernel {
 
 typedef raf_status (*raf_kernel_fn)(const raf_kernel *k);
 
+/* Writes the index of flat element i of type t, "[1,0]" (empty for a
+ * scalar), into buf: where a kernel's error points in a tensor. */
+void raf_index_str(const raf_type *t, int64_t i, char *buf, size_t size);
+
 /* Reports "OP: message" at the statement and returns RAF_ERROR. */
 raf_status raf_kernel_fail(const raf_kernel *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -82,22 +82,6 @@ static void ce_range(void *data, int64_t begin, int64_t end) {
   }
 }
 
-/* Writes the index of flat element i of type t as "[1,0]" (empty for a
- * scalar) into buf. */
-static void index_str(const raf_type *t, int64_t i, char *buf, size_t size) {
-  int64_t idx[RAF_MAX_RANK];
-  for (int d = t->rank - 1; d >= 0; d--) {
-    idx[d] = t->dims[d] ? i % t->dims[d] : 0;
-    i = t->dims[d] ? i / t->dims[d] : 0;
-  }
-  size_t len = 0;
-  buf[0] = '\0';
-  for (int d = 0; d < t->rank && len < size; d++)
-    len += (size_t)snprintf(buf + len, size - len, "%s%lld",
-                            d ? "," : "[", (long long)idx[d]);
-  if (t->rank && len < size)
-    snprintf(buf + len, size - len, "]");
-}
 
 raf_status raf_cpuref_cross_entropy(const raf_kernel *k) {
   const raf_tensor *logits = k->in[0], *labels = k->in[1];
@@ -117,7 +101,7 @@ raf_status raf_cpuref_cross_entropy(const raf_kernel *k) {
       continue;
     if (label < 0 || label >= j.classes) {
       char where[128];
-      index_str(labels->type, r, where, sizeof where);
+      raf_index_str(labels->type, r, where, sizeof where);
       return raf_kernel_fail(k, "label %lld%s%s is out of range for %lld "
                              "classes (and is not ignore_index = %lld)",
                              (long long)label, *where ? " at " : "", where,

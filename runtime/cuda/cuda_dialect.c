@@ -394,21 +394,6 @@ const raf_dialect_hooks raf_cuda_hooks = {prepare, bind, release};
 
 /* ---- The kernel ----------------------------------------------------------- */
 
-/* "[1,0]": the index of flat element i of type t (empty for a scalar). */
-static void index_str(const raf_type *t, int64_t i, char *buf, size_t size) {
-  int64_t idx[RAF_MAX_RANK];
-  for (int d = t->rank - 1; d >= 0; d--) {
-    idx[d] = t->dims[d] ? i % t->dims[d] : 0;
-    i = t->dims[d] ? i / t->dims[d] : 0;
-  }
-  size_t len = 0;
-  buf[0] = '\0';
-  for (int d = 0; d < t->rank && len < size; d++)
-    len += (size_t)snprintf(buf + len, size - len, "%s%lld", d ? "," : "[",
-                            (long long)idx[d]);
-  if (t->rank && len < size)
-    snprintf(buf + len, size - len, "]");
-}
 
 /* cpu-ref's error for a label outside [0, classes), at the cross_entropy
  * (the statement itself for a one-statement kernel), from a copy of the
@@ -427,7 +412,7 @@ static raf_status check_labels(const raf_kernel *k, const compiled *c,
     if (label == ck->ignore || (label >= 0 && label < ck->classes))
       continue;
     char where[128];
-    index_str(t->type, r, where, sizeof where);
+    raf_index_str(t->type, r, where, sizeof where);
     raf_kernel at = *k;
     at.stmt = c->stmt ? c->stmt : ck->stmt;
     if (ck->backward)
