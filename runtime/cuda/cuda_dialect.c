@@ -69,11 +69,12 @@ typedef struct cuda_state {
   raf_cuda_module *hand; /* kernels.cu's, loaded when some statement needs it */
 } cuda_state;
 
-/* The ops of movement.c's hand-written kernels. */
+static raf_status cuda_run(const raf_kernel *k);
+
+/* Whether op's kernel is one of the hand-written ones (movement.c, on
+ * kernels.cu's PTX): the kernel table says. */
 static bool is_hand(raf_opcode op) {
-  return op == RAF_OP_TRANSPOSE || op == RAF_OP_CONCAT ||
-         op == RAF_OP_SPLIT || op == RAF_OP_TAKE || op == RAF_OP_TAKE_GRAD ||
-         op == RAF_OP_LAYER_NORM_GRAD;
+  return raf_cuda_kernels[op] && raf_cuda_kernels[op] != cuda_run;
 }
 
 raf_cuda_module *raf_cuda_hand_module(const raf_kernel *k) {
@@ -435,6 +436,10 @@ static raf_status check_labels(const raf_kernel *k, const compiled *c,
  * scratch arrays (info.nscratch arrays of info.rows doubles, one device
  * allocation freed after the launches, which the device orders). */
 static raf_status cuda_run(const raf_kernel *k) {
+  /* reshape: the same bytes in C order, copied on the device (the lowering
+   * declines a reshape alone, having no element map to compute). */
+  if (k->stmt->op == RAF_OP_RESHAPE)
+    return raf_exec_copy(k->ex, k->out[0], k->in[0]);
   const compiled *c = k->bound;
   if (!c) /* bind declined it: prepare reported why */
     return raf_kernel_fail(k, "no cuda kernel was compiled for it");
@@ -482,67 +487,19 @@ static raf_status cuda_run(const raf_kernel *k) {
   return rc;
 }
 
-/* reshape: the same bytes in C order, copied on the device (the lowering
- * declines a reshape alone, having no element map to compute). */
-static raf_status cuda_copy(const raf_kernel *k) {
-  return raf_exec_copy(k->ex, k->out[0], k->in[0]);
-}
-
-/* Every op of cuda's IMPL rows (lang/dialects.def; test_dialects checks
- * the two agree) runs the same way: what bind prepared says which
- * kernels. */
+/* The kernel table: call, and every op of lang/codegen_ops.def (the
+ * cuda dialect's IMPL rows expand the same list), run the same way, as
+ * what bind prepared says; the hand-written kernels of the other IMPL rows
+ * (test_dialects checks the rows and the table agree). */
 const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT] = {
     [RAF_OP_CALL] = cuda_run,
-    [RAF_OP_CONSTANT] = cuda_run,
+#define CODEGEN_OP(op, dtypes) [RAF_OP_##op] = cuda_run,
+#include "lang/codegen_ops.def"
+#undef CODEGEN_OP
     [RAF_OP_TRANSPOSE] = raf_cuda_transpose,
     [RAF_OP_CONCAT] = raf_cuda_concat,
     [RAF_OP_SPLIT] = raf_cuda_split,
     [RAF_OP_TAKE] = raf_cuda_take,
     [RAF_OP_TAKE_GRAD] = raf_cuda_take_grad,
     [RAF_OP_LAYER_NORM_GRAD] = raf_cuda_layer_norm_grad,
-    [RAF_OP_NEG] = cuda_run,
-    [RAF_OP_ABS] = cuda_run,
-    [RAF_OP_EXP] = cuda_run,
-    [RAF_OP_LOG] = cuda_run,
-    [RAF_OP_SQRT] = cuda_run,
-    [RAF_OP_RSQRT] = cuda_run,
-    [RAF_OP_TANH] = cuda_run,
-    [RAF_OP_SIGMOID] = cuda_run,
-    [RAF_OP_RELU] = cuda_run,
-    [RAF_OP_ERF] = cuda_run,
-    [RAF_OP_COS] = cuda_run,
-    [RAF_OP_SIN] = cuda_run,
-    [RAF_OP_GELU] = cuda_run,
-    [RAF_OP_ADD] = cuda_run,
-    [RAF_OP_SUB] = cuda_run,
-    [RAF_OP_MUL] = cuda_run,
-    [RAF_OP_DIV] = cuda_run,
-    [RAF_OP_POW] = cuda_run,
-    [RAF_OP_MAXIMUM] = cuda_run,
-    [RAF_OP_MINIMUM] = cuda_run,
-    [RAF_OP_EQ] = cuda_run,
-    [RAF_OP_NE] = cuda_run,
-    [RAF_OP_LT] = cuda_run,
-    [RAF_OP_LE] = cuda_run,
-    [RAF_OP_GT] = cuda_run,
-    [RAF_OP_GE] = cuda_run,
-    [RAF_OP_WHERE] = cuda_run,
-    [RAF_OP_CAST] = cuda_run,
-    [RAF_OP_ISFINITE] = cuda_run,
-    [RAF_OP_BROADCAST_TO] = cuda_run,
-    [RAF_OP_RESHAPE] = cuda_copy,
-    [RAF_OP_STOP_GRADIENT] = cuda_run,
-    [RAF_OP_SUM] = cuda_run,
-    [RAF_OP_MEAN] = cuda_run,
-    [RAF_OP_MAX] = cuda_run,
-    [RAF_OP_MIN] = cuda_run,
-    [RAF_OP_SOFTMAX] = cuda_run,
-    [RAF_OP_LOG_SOFTMAX] = cuda_run,
-    [RAF_OP_LAYER_NORM] = cuda_run,
-    [RAF_OP_CROSS_ENTROPY] = cuda_run,
-    [RAF_OP_MSE_LOSS] = cuda_run,
-    [RAF_OP_GELU_GRAD] = cuda_run,
-    [RAF_OP_SOFTMAX_GRAD] = cuda_run,
-    [RAF_OP_LOG_SOFTMAX_GRAD] = cuda_run,
-    [RAF_OP_CROSS_ENTROPY_GRAD] = cuda_run,
 };
