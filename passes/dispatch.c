@@ -89,14 +89,20 @@ static raf_status parse_order(raf_ctx *ctx, const char *device,
   return RAF_OK;
 }
 
-/* Whether some dialect of `device`, enabled or not, implements op in dt. */
-static bool device_implements(const char *device, raf_opcode op,
-                              raf_dtype dt) {
-  for (int i = 0; i < RAF_DIALECT_COUNT; i++)
-    if (strcmp(raf_dialect_get((raf_dialect)i)->device, device) == 0 &&
-        raf_dialect_implements((raf_dialect)i, op, dt))
-      return true;
-  return false;
+/* The dialect of `device` of highest priority, enabled or not, that
+ * implements op in dt; RAF_DIALECT_COUNT when none does. */
+static raf_dialect device_implementer(const char *device, raf_opcode op,
+                                      raf_dtype dt) {
+  raf_dialect best = RAF_DIALECT_COUNT;
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
+    const raf_dialect_info *d = raf_dialect_get((raf_dialect)i);
+    if (strcmp(d->device, device) == 0 &&
+        raf_dialect_implements((raf_dialect)i, op, dt) &&
+        (best == RAF_DIALECT_COUNT ||
+         d->priority > raf_dialect_get(best)->priority))
+      best = (raf_dialect)i;
+  }
+  return best;
 }
 
 /* Whether any dialect runs on `device`. */
@@ -107,23 +113,14 @@ static bool device_has_dialects(const char *device) {
   return false;
 }
 
-static bool enabled(const order *o, raf_dialect d);
-
-/* Why no enabled dialect of `device` implements op, for its error: the one
- * place that says which dialect would ("" when none is planned, or when
- * that dialect is enabled and lacks the dtype). */
-static const char *missing_why(const order *o, const char *device,
-                               raf_opcode op) {
+/* Why no dialect of `device` implements op, for its error: the one place
+ * that names a dialect to come ("" when none is planned). */
+static const char *missing_why(const char *device, raf_opcode op) {
   if (!device_has_dialects(device))
     return " (no dialect runs on it yet)";
   if (strcmp(device, "cuda") != 0)
     return "";
   switch (op) {
-  case RAF_OP_MATMUL:
-  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION:
-  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD:
-    return enabled(o, RAF_DIALECT_CUBLAS) ? ""
-                                          : " (enable the cublas dialect)";
   case RAF_OP_CONV2D:
   case RAF_OP_CONV2D_GRAD_INPUT:
   case RAF_OP_CONV2D_GRAD_WEIGHT:
@@ -200,12 +197,14 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
       int i = 0;
       while (i < o.n && !raf_dialect_implements(o.d[i], s->op, dt))
         i++;
-      if (i == o.n && !device_implements(device, s->op, dt)) {
+      raf_dialect would =
+          i == o.n ? device_implementer(device, s->op, dt) : o.d[i];
+      if (would == RAF_DIALECT_COUNT) {
         if (nlacking == 0)
           raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
                           "dispatch: %s: no %s implementation for %s%s",
                           raf_op_table[s->op].name, device,
-                          raf_dtype_name(dt), missing_why(&o, device, s->op));
+                          raf_dtype_name(dt), missing_why(device, s->op));
         else
           lacking[s->op] = true;
         nlacking++;
@@ -214,8 +213,10 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
       }
       if (i == o.n) {
         raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
-                        "dispatch: no enabled dialect implements %s for %s",
-                        raf_op_table[s->op].name, raf_dtype_name(dt));
+                        "dispatch: no enabled dialect implements %s for %s "
+                        "(the %s dialect does)",
+                        raf_op_table[s->op].name, raf_dtype_name(dt),
+                        raf_dialect_get(would)->name);
         rc = RAF_ERROR;
         continue;
       }
