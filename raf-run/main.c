@@ -162,10 +162,10 @@ static bool parse_number_flag(const char *flag, const char *v, double lo,
 }
 
 /* Without --dialects: every dialect of the device, highest priority first
- * (the dispatch pass's default; for cuda: the cuda dialect, and each other
- * dialect lang/dialects.def puts on the cuda device, cublas), less those
- * this build cannot run (onednn without oneDNN: raf_dialect_unavailable), written into buf; NULL when
- * it can run them all, leaving the pass its own default. */
+ * (the dispatch pass's default; for cuda, cublas and cuda), less those
+ * this build cannot run (onednn without oneDNN: raf_dialect_unavailable),
+ * written into buf; NULL when it can run them all, leaving the pass its
+ * own default. */
 static const char *default_dialects(const char *device, char *buf,
                                     size_t size) {
   raf_dialect order[RAF_DIALECT_COUNT];

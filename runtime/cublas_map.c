@@ -35,27 +35,16 @@ static bool one_stride(const int64_t *dims, const int64_t *s, int from,
 bool raf_gemm_map_make(const raf_type *at, const raf_type *bt,
                        const raf_type *ot, bool ta, bool tb,
                        raf_gemm_map *out) {
-  memset(out, 0, sizeof *out);
   int rank = ot->rank, r = rank - 2;
   int64_t M = ot->dims[rank - 2], N = ot->dims[rank - 1];
   int64_t K = at->dims[at->rank - 1 - ta];
+  /* One matrix of contiguous row-major operands: a [M, K] (ld K, or
+   * [K, M] with ld M transposed), b [K, N] (ld N, or [N, K] with ld K);
+   * the batch is worked out below. */
+  raf_gemm_map_rowmajor(ta, tb, M, N, K, ta ? M : K, 0, tb ? K : N, 0, N, 0,
+                        1, out);
   out->empty = ot->numel == 0;
   out->zero = !out->empty && K == 0;
-  /* Column-major: D^T [N, M] = op(b)^T [N, K] op(a)^T [K, M]. raf's b,
-   * row-major [K, N] (or [N, K] transposed), is column-major [N, K] with
-   * ld N (or [K, N] with ld K, then transposed). */
-  out->trans_a = tb;
-  out->trans_b = ta;
-  out->m = N;
-  out->n = M;
-  out->k = K;
-  out->a_rows = tb ? K : N;
-  out->a_cols = tb ? N : K;
-  out->lda = out->a_rows;
-  out->b_rows = ta ? M : K;
-  out->b_cols = ta ? K : M;
-  out->ldb = out->b_rows;
-  out->ldc = N;
   int64_t sa[RAF_MAX_RANK], sb[RAF_MAX_RANK], sc[RAF_MAX_RANK];
   raf_broadcast_strides(at, ot, sa);
   raf_broadcast_strides(bt, ot, sb);

@@ -11,6 +11,9 @@
 #include "runtime/dialects.h"
 #include "runtime/mpi.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CPU_REF] = raf_cpuref_kernels,
     [RAF_DIALECT_CBLAS] = raf_cblas_kernels,
@@ -57,4 +60,25 @@ raf_kernel_fn raf_dialect_kernel(raf_dialect d, raf_opcode op) {
       op >= RAF_OP_COUNT)
     return NULL;
   return tables[d][op];
+}
+
+int *raf_stmt_inplace(const raf_stmt *s, bool *oom) {
+  const raf_attr *a = raf_attrs_find(&s->attrs, "inplace");
+  *oom = false;
+  if (!a || a->kind != RAF_ATTR_INTS || a->val.u.ints.n != s->nresults)
+    return NULL;
+  bool any = false;
+  for (int r = 0; r < s->nresults; r++)
+    any |= a->val.u.ints.v[r] >= 0;
+  int *v = any ? malloc(sizeof *v * (size_t)s->nresults) : NULL;
+  *oom = any && !v;
+  for (int r = 0; v && r < s->nresults; r++)
+    v[r] = (int)a->val.u.ints.v[r];
+  return v;
+}
+
+bool raf_inplace_equal(const int *a, const int *b, int n) {
+  if (!a || !b)
+    return a == b;
+  return memcmp(a, b, sizeof *a * (size_t)n) == 0;
 }

@@ -40,6 +40,14 @@ typedef struct raf_dialect_hooks {
   void (*release)(void *state);
 } raf_dialect_hooks;
 
+/* For a bind hook compiling a call: the statement's in-place results (the
+ * plan-memory pass's `inplace` attribute) as a new array, per result the
+ * operand it overwrites or -1, which the caller frees; NULL when none does,
+ * or when out of memory, which sets *oom. */
+int *raf_stmt_inplace(const raf_stmt *s, bool *oom);
+/* Whether two such arrays of n results (either may be NULL) are the same. */
+bool raf_inplace_equal(const int *a, const int *b, int n);
+
 /* The hooks of dialect d, or NULL when it has none. */
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
 

@@ -49,35 +49,11 @@ static bool wants_llvm(const raf_stmt *s) {
          raf_dialect_implements_call(RAF_DIALECT_LLVM, s->callee);
 }
 
-/* The statement's in-place results (the plan-memory pass's `inplace`
- * attribute): a new array, per result the operand it overwrites or -1, or
- * NULL when none does. *oom is set when out of memory. */
-static int *inplace_of(const raf_stmt *s, bool *oom) {
-  const raf_attr *a = raf_attrs_find(&s->attrs, "inplace");
-  *oom = false;
-  if (!a || a->kind != RAF_ATTR_INTS || a->val.u.ints.n != s->nresults)
-    return NULL;
-  bool any = false;
-  for (int r = 0; r < s->nresults; r++)
-    any |= a->val.u.ints.v[r] >= 0;
-  int *v = any ? malloc(sizeof *v * (size_t)s->nresults) : NULL;
-  *oom = any && !v;
-  for (int r = 0; v && r < s->nresults; r++)
-    v[r] = (int)a->val.u.ints.v[r];
-  return v;
-}
-
-static bool same_inplace(const int *a, const int *b, int n) {
-  if (!a || !b)
-    return a == b;
-  return memcmp(a, b, sizeof *a * (size_t)n) == 0;
-}
-
 /* The kernel of f with the buffers `inplace` shares, once compiled. */
 static compiled *find(llvm_state *st, const raf_func *f, const int *inplace) {
   for (int i = 0; i < st->n; i++)
     if (st->funcs[i].f == f &&
-        same_inplace(st->funcs[i].inplace, inplace, f->nresults))
+        raf_inplace_equal(st->funcs[i].inplace, inplace, f->nresults))
       return &st->funcs[i];
   return NULL;
 }
@@ -107,7 +83,7 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
       if (!wants_llvm(s))
         continue;
       bool oom;
-      int *inplace = inplace_of(s, &oom);
+      int *inplace = raf_stmt_inplace(s, &oom);
       if (find(st, s->callee, inplace) || oom) {
         free(inplace);
         if (!oom)
@@ -147,7 +123,7 @@ static const void *bind(void *state, const raf_stmt *s) {
   if (!st || s->op != RAF_OP_CALL)
     return NULL;
   bool oom;
-  int *inplace = inplace_of(s, &oom);
+  int *inplace = raf_stmt_inplace(s, &oom);
   compiled *c = oom ? NULL : find(st, s->callee, inplace);
   free(inplace);
   return c && c->ok ? c : NULL;

@@ -87,35 +87,11 @@ static bool is_cuda(const raf_stmt *s) {
   return d && strcmp(d, "cuda") == 0;
 }
 
-/* The statement's in-place results (plan-memory's `inplace`): a new array,
- * per result the operand it overwrites or -1, or NULL when none does.
- * *oom is set when out of memory. */
-static int *inplace_of(const raf_stmt *s, bool *oom) {
-  const raf_attr *a = raf_attrs_find(&s->attrs, "inplace");
-  *oom = false;
-  if (!a || a->kind != RAF_ATTR_INTS || a->val.u.ints.n != s->nresults)
-    return NULL;
-  bool any = false;
-  for (int r = 0; r < s->nresults; r++)
-    any |= a->val.u.ints.v[r] >= 0;
-  int *v = any ? malloc(sizeof *v * (size_t)s->nresults) : NULL;
-  *oom = any && !v;
-  for (int r = 0; v && r < s->nresults; r++)
-    v[r] = (int)a->val.u.ints.v[r];
-  return v;
-}
-
-static bool same_inplace(const int *a, const int *b, int n) {
-  if (!a || !b)
-    return a == b;
-  return memcmp(a, b, sizeof *a * (size_t)n) == 0;
-}
-
 static compiled *find_call(cuda_state *st, const raf_func *f,
                            const int *inplace) {
   for (int i = 0; i < st->n; i++)
     if (!st->funcs[i]->stmt && st->funcs[i]->f == f &&
-        same_inplace(st->funcs[i]->inplace, inplace, f->nresults))
+        raf_inplace_equal(st->funcs[i]->inplace, inplace, f->nresults))
       return st->funcs[i];
   return NULL;
 }
@@ -263,7 +239,7 @@ static raf_status prepare_stmt(cuda_state *st, raf_ctx *ctx,
     if (!raf_dialect_implements_call(RAF_DIALECT_CUDA, s->callee))
       return RAF_OK;
     bool no_mem;
-    int *inplace = inplace_of(s, &no_mem);
+    int *inplace = raf_stmt_inplace(s, &no_mem);
     if (no_mem)
       return oom(ctx, s);
     if (find_call(st, s->callee, inplace)) {
@@ -380,7 +356,7 @@ static const void *bind(void *state, const raf_stmt *s) {
   compiled *c = NULL;
   if (s->op == RAF_OP_CALL) {
     bool no_mem;
-    int *inplace = inplace_of(s, &no_mem);
+    int *inplace = raf_stmt_inplace(s, &no_mem);
     c = no_mem ? NULL : find_call(st, s->callee, inplace);
     free(inplace);
   } else if (s->op == RAF_OP_RESHAPE || is_hand(s->op)) {

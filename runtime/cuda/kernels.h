@@ -82,24 +82,4 @@ bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
                     raf_move *m);
 #endif
 
-#ifndef __CUDACC__
-#include <stdbool.h>
-
-/* Host code (movement.c), pure: the descriptors of the copies. */
-
-/* The strided copy of a transpose of a C-order tensor of dims
- * src_dims[0..rank) into a C-order result whose dim d is the source's
- * perm[d] (perm already normalised). false when rank is above
- * RAF_MOVE_MAX_RANK. */
-bool raf_move_transpose(const int64_t *src_dims, int rank, const int *perm,
-                        raf_move *m);
-/* The strided copy between a part (C order, part_dims) and its block of a
- * whole (C order, whole_dims, equal but along `axis`) that starts at
- * index `at` of the axis: part into whole (concat, into_whole) or whole
- * into part (split). false when rank or axis is out of range. */
-bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
-                    int rank, int axis, int64_t at, bool into_whole,
-                    raf_move *m);
-#endif
-
 #endif

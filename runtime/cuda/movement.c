@@ -207,16 +207,25 @@ static bool index_dtype_ok(raf_dtype dt) {
   return dt == RAF_I64 || dt == RAF_I32;
 }
 
-raf_status raf_cuda_take(const raf_kernel *k) {
+/* What take and take_grad share: the view of `table` (take's operand,
+ * take_grad's result) around the axis, and the indices (k->in[1]) checked
+ * as cpu-ref checks them. */
+static raf_status take_prepare(const raf_kernel *k, const raf_type *table,
+                               int64_t *outer, int64_t *dim, int64_t *inner) {
   const raf_tensor *ix = k->in[1];
-  int64_t outer, dim, inner, nidx = ix->type->numel;
   int axis;
-  if (take_view(k, k->in[0]->type, &outer, &dim, &inner, &axis) != RAF_OK)
+  if (take_view(k, table, outer, dim, inner, &axis) != RAF_OK)
     return RAF_ERROR;
   if (!index_dtype_ok(ix->type->dtype))
     return raf_kernel_fail(k, "%s indices: the cuda kernel takes i64 and i32",
                            raf_dtype_name(ix->type->dtype));
-  if (check_indices(k, ix, axis, dim) != RAF_OK)
+  return check_indices(k, ix, axis, *dim);
+}
+
+raf_status raf_cuda_take(const raf_kernel *k) {
+  const raf_tensor *ix = k->in[1];
+  int64_t outer, dim, inner, nidx = ix->type->numel;
+  if (take_prepare(k, k->in[0]->type, &outer, &dim, &inner) != RAF_OK)
     return RAF_ERROR;
   if (k->out[0]->type->numel == 0)
     return RAF_OK;
@@ -232,13 +241,7 @@ raf_status raf_cuda_take(const raf_kernel *k) {
 raf_status raf_cuda_take_grad(const raf_kernel *k) {
   const raf_tensor *ix = k->in[1];
   int64_t outer, dim, inner, nidx = ix->type->numel;
-  int axis;
-  if (take_view(k, k->out[0]->type, &outer, &dim, &inner, &axis) != RAF_OK)
-    return RAF_ERROR;
-  if (!index_dtype_ok(ix->type->dtype))
-    return raf_kernel_fail(k, "%s indices: the cuda kernel takes i64 and i32",
-                           raf_dtype_name(ix->type->dtype));
-  if (check_indices(k, ix, axis, dim) != RAF_OK)
+  if (take_prepare(k, k->out[0]->type, &outer, &dim, &inner) != RAF_OK)
     return RAF_ERROR;
   if (k->out[0]->type->numel == 0)
     return RAF_OK;
