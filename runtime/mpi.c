@@ -5,9 +5,11 @@
  * every rank runs; its collectives carry world_size = N. Here they run
  * over MPI_COMM_WORLD, whose size must be N, with rank r the process
  * mpirun numbered r:
- *   all_reduce      MPI_Allreduce (sum; mean divides the sum by N)
- *   reduce_scatter  MPI_Reduce_scatter_block: rank r keeps block r of the
- *                   sum along `axis`
+ *   all_reduce      the ring below, then MPI_Allgather (MPI_Allreduce
+ *                   when N does not divide the tensor); mean divides the
+ *                   sum by N
+ *   reduce_scatter  a ring of MPI_Sendrecv (ring_reduce_scatter): rank r
+ *                   keeps block r of the sum along `axis`
  *   all_gather      MPI_Allgather: the ranks' tensors end to end along
  *                   `axis`, in rank order
  *   all_slice       block r along `axis`, no communication
@@ -344,8 +346,8 @@ static int ring_scratch(const raf_kernel *k, int world, int64_t count,
 }
 
 /* Sums count_in elements of in over the ranks into out: all of them
- * (MPI_Allreduce) or, with scatter, this rank's count_in / N
- * (MPI_Reduce_scatter_block); mean divides by N. */
+ * (the ring, then MPI_Allgather) or, with scatter, this rank's
+ * count_in / N (the ring); mean divides by N. */
 static int reduce(const raf_kernel *k, const void *in, void *out,
                   int64_t count_in, int64_t count_out, bool scatter,
                   bool mean, int world, int rank) {
@@ -367,11 +369,10 @@ static int reduce(const raf_kernel *k, const void *in, void *out,
   int rc = ring_scratch(k, world, count_in / world, sum_dt);
   mpi_state *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_MPI);
   void *scratch = st ? st->scratch : NULL;
-  if (rc != MPI_SUCCESS) {
-  } else if (scatter) {
+  if (rc == MPI_SUCCESS && scatter) {
     rc = ring_reduce_scatter(sum_dt, src, dst, (int)count_out, scratch,
                              world, rank);
-  } else if (count_out % world == 0) {
+  } else if (rc == MPI_SUCCESS && count_out % world == 0) {
     /* A ring all-reduce: the reduce-scatter into this rank's block of
      * dst, then every block to every rank. */
     int block = (int)(count_out / world);
@@ -381,7 +382,7 @@ static int reduce(const raf_kernel *k, const void *in, void *out,
     if (rc == MPI_SUCCESS)
       rc = MPI_Allgather(MPI_IN_PLACE, block, mpi_type(sum_dt), dst, block,
                          mpi_type(sum_dt), MPI_COMM_WORLD);
-  } else {
+  } else if (rc == MPI_SUCCESS) {
     rc = MPI_Allreduce(src, dst, (int)count_out, mpi_type(sum_dt), MPI_SUM,
                        MPI_COMM_WORLD);
   }
