@@ -39,6 +39,12 @@ int rr_env_rank(void) {
   return env_number(names, 0);
 }
 
+int rr_env_local_rank(void) {
+  static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                                      "MPI_LOCALRANKID", NULL};
+  return env_number(names, 0);
+}
+
 int rr_env_local_ranks(void) {
   static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_SIZE",
                                       "MPI_LOCALNRANKS", NULL};

@@ -21,6 +21,8 @@ typedef struct rr_dist {
 /* The rank mpirun gave this process, read from the environment before MPI
  * starts (Open MPI's or PMI's variables); 0 outside mpirun. */
 int rr_env_rank(void);
+/* This process's rank among those on its machine; 0 outside mpirun. */
+int rr_env_local_rank(void);
 /* How many ranks of the job share this machine; 1 outside mpirun. */
 int rr_env_local_ranks(void);
 

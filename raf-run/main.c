@@ -793,18 +793,22 @@ static raf_status save_checkpoint(raf_ctx *ctx, raf_exec *ex, raf_module *m,
   return rc;
 }
 
-/* rank 0's --print-comm line: what the mpi dialect's collectives sent and
- * how long the ranks waited in them, per step. */
+/* rank 0's --print-comm line: what the collectives sent and how long the
+ * ranks waited in them, per step. The nccl dialect's run on the GPU's
+ * stream, untimed by the host: --profile times them. */
 static void print_comm(const raf_exec *ex, const options *o, double total_ms) {
-  raf_mpi_stats st = raf_mpi_stats_of(ex);
+  raf_mpi_stats st = raf_comm_stats_of(ex);
   double steps = (double)o->steps, ms = (double)st.ns * 1e-6;
   fprintf(stderr,
           "comm: %.3f MB (%.0f bytes) sent per rank per step, %.0f "
-          "collectives per step, %.2f ms in collectives per step (%.1f%% of "
-          "the step)\n",
+          "collectives per step, ",
           (double)st.bytes / 1e6 / steps, (double)st.bytes / steps,
-          (double)st.calls / steps,
-          ms / steps, total_ms > 0 ? 100 * ms / total_ms : 0.0);
+          (double)st.calls / steps);
+  if (st.ns > 0 || st.calls == 0)
+    fprintf(stderr, "%.2f ms in collectives per step (%.1f%% of the step)\n",
+            ms / steps, total_ms > 0 ? 100 * ms / total_ms : 0.0);
+  else
+    fprintf(stderr, "timed on the device by --profile\n");
 }
 
 /* A rank that fails after the ranks started working together reports and
@@ -852,7 +856,9 @@ static int list_devices(const options *o) {
   return rc == RAF_OK ? 0 : 1;
 }
 
-/* Opens device 0 of --device's kind into *out. Its failure is one line,
+/* Opens the device of --device's kind into *out: device 0, or under
+ * mpirun the local rank's, modulo the devices there are, so that the ranks
+ * on one machine take a GPU each. Its failure is one line,
  * "--device=cuda: no libcuda.so.1 (no NVIDIA driver)": the device's
  * messages, collected apart, are reported again after the flag. */
 static raf_status open_device(raf_ctx *ctx, const options *o,
@@ -868,8 +874,13 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
   if (why)
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "--device=%s: raf-run was %s", kind, why);
-  else
-    rc = raf_device_open(scratch, o->device, 0, out);
+  else {
+    int ordinal = rr_env_local_rank(), count = 1;
+    rc = ordinal > 0 ? raf_device_count(scratch, o->device, &count) : RAF_OK;
+    if (rc == RAF_OK)
+      rc = raf_device_open(scratch, o->device,
+                           count > 0 ? ordinal % count : 0, out);
+  }
   if (rc == RAF_OK) /* scratch goes; the device's later errors are ctx's */
     raf_device_set_ctx(*out, ctx);
   char prefix[64];

@@ -24,6 +24,9 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CUDA] = raf_cuda_kernels,
 #endif
     [RAF_DIALECT_CUBLAS] = raf_cublas_kernels,
+#ifdef RAF_HAVE_NCCL
+    [RAF_DIALECT_NCCL] = raf_nccl_kernels,
+#endif
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
@@ -34,6 +37,9 @@ static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_CUDA] = &raf_cuda_hooks,
 #endif
     [RAF_DIALECT_CUBLAS] = &raf_cublas_hooks,
+#ifdef RAF_HAVE_NCCL
+    [RAF_DIALECT_NCCL] = &raf_nccl_hooks,
+#endif
 };
 
 #ifdef RAF_HAVE_CUDA
@@ -43,12 +49,34 @@ static const char *const cuda_unavailable =
     "raf was built without the CUDA toolkit";
 #endif
 
+#if defined(RAF_HAVE_NCCL)
+static const char *const nccl_unavailable = NULL;
+#elif defined(RAF_HAVE_CUDA)
+static const char *const nccl_unavailable =
+    "raf was built without NCCL (its nccl.h was not found)";
+#else
+static const char *const nccl_unavailable =
+    "raf was built without the CUDA toolkit";
+#endif
+
 const char *raf_dialect_unavailable(raf_dialect d) {
   return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
          : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
          : d == RAF_DIALECT_CUDA ? cuda_unavailable
          : d == RAF_DIALECT_CUBLAS ? raf_cublas_unavailable
+         : d == RAF_DIALECT_NCCL ? nccl_unavailable
                                  : NULL;
+}
+
+raf_mpi_stats raf_comm_stats_of(const raf_exec *ex) {
+  raf_mpi_stats all = raf_mpi_stats_of(ex);
+#ifdef RAF_HAVE_NCCL
+  raf_mpi_stats gpu = raf_nccl_stats_of(ex);
+  all.calls += gpu.calls;
+  all.bytes += gpu.bytes;
+  all.ns += gpu.ns;
+#endif
+  return all;
 }
 
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d) {

@@ -18,6 +18,9 @@ extern const raf_kernel_fn raf_mpi_kernels[RAF_OP_COUNT];
 /* In a build with the CUDA toolkit only (runtime/cuda/cuda_dialect.c). */
 extern const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT];
 extern const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT];
+/* In a build with the CUDA toolkit and NCCL's nccl.h only
+ * (runtime/cuda/nccl.c). */
+extern const raf_kernel_fn raf_nccl_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -56,6 +59,7 @@ extern const raf_dialect_hooks raf_onednn_hooks;
 extern const raf_dialect_hooks raf_mpi_hooks;
 extern const raf_dialect_hooks raf_cuda_hooks; /* with CUDA only */
 extern const raf_dialect_hooks raf_cublas_hooks;
+extern const raf_dialect_hooks raf_nccl_hooks; /* with NCCL only */
 
 /* Why dialect d cannot run in this build (its library was not found when
  * raf was configured), or NULL when it can. A dialect that cannot keeps

@@ -106,6 +106,15 @@ raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world) {
 void raf_mpi_finish(void) {}
 void raf_mpi_abort(int code) { exit(code); }
 bool raf_mpi_any(bool mine) { return mine; }
+bool raf_mpi_group(int *rank, int *world) {
+  *rank = 0;
+  *world = 1;
+  return false;
+}
+raf_status raf_mpi_broadcast(raf_ctx *ctx, void *buf, size_t nbytes) {
+  (void)buf, (void)nbytes;
+  return no_mpi(ctx);
+}
 raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
                           void *all) {
   (void)part, (void)nbytes, (void)all;
@@ -177,19 +186,42 @@ bool raf_mpi_any(bool mine) {
   return out != 0;
 }
 
+bool raf_mpi_group(int *rank, int *world) {
+  *rank = 0;
+  *world = 1;
+  if (!mpi_running())
+    return false;
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, world);
+  return true;
+}
+
+/* Reports MPI error code rc of `what` ("gathering %zu bytes per rank")
+ * on nbytes. */
+static raf_status mpi_fail(raf_ctx *ctx, int rc, const char *what,
+                           size_t nbytes) {
+  char msg[MPI_MAX_ERROR_STRING + 1], doing[96];
+  mpi_message(rc, msg, sizeof msg);
+  snprintf(doing, sizeof doing, what, nbytes);
+  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s: %s", doing, msg);
+  return RAF_ERROR;
+}
+
+raf_status raf_mpi_broadcast(raf_ctx *ctx, void *buf, size_t nbytes) {
+  int rc = nbytes > INT_MAX ? MPI_ERR_COUNT
+                            : MPI_Bcast(buf, (int)nbytes, MPI_BYTE, 0,
+                                        MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? RAF_OK : mpi_fail(ctx, rc, "broadcasting %zu bytes", nbytes);
+}
+
 raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
                           void *all) {
   int rc = nbytes > INT_MAX ? MPI_ERR_COUNT
                             : MPI_Gather(part, (int)nbytes, MPI_BYTE, all,
                                          (int)nbytes, MPI_BYTE, 0,
                                          MPI_COMM_WORLD);
-  if (rc == MPI_SUCCESS)
-    return RAF_OK;
-  char msg[MPI_MAX_ERROR_STRING + 1];
-  mpi_message(rc, msg, sizeof msg);
-  raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                  "gathering %zu bytes per rank: %s", nbytes, msg);
-  return RAF_ERROR;
+  return rc == MPI_SUCCESS ? RAF_OK
+                           : mpi_fail(ctx, rc, "gathering %zu bytes per rank", nbytes);
 }
 
 static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,

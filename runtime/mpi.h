@@ -36,6 +36,14 @@ bool raf_mpi_any(bool mine);
 raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
                           void *all);
 
+/* Whether MPI is running (raf_mpi_start and not finished), with this
+ * process's rank and the job's size; false, with 0 and 1, when not: how
+ * another dialect (nccl) finds the group it bootstraps from. */
+bool raf_mpi_group(int *rank, int *world);
+/* Sends nbytes at buf from rank 0 to every rank (MPI_Bcast); every rank
+ * calls it with the same nbytes. */
+raf_status raf_mpi_broadcast(raf_ctx *ctx, void *buf, size_t nbytes);
+
 /* What the mpi dialect's collectives did in ex since it was made. bytes
  * counts what this rank sends by the ring algorithms' volume (all_reduce
  * 2(N-1)/N of the tensor, reduce_scatter and all_gather (N-1)/N of the
@@ -45,5 +53,12 @@ typedef struct raf_mpi_stats {
   int64_t calls, bytes, ns;
 } raf_mpi_stats;
 raf_mpi_stats raf_mpi_stats_of(const raf_exec *ex);
+/* The same for the nccl dialect (runtime/cuda/nccl.c, in a build with
+ * NCCL only), whose ns stays 0: its collectives run on the GPU's stream,
+ * where --profile times them. */
+raf_mpi_stats raf_nccl_stats_of(const raf_exec *ex);
+/* Both dialects' together (runtime/dialect.c): what raf-run --print-comm
+ * reports. */
+raf_mpi_stats raf_comm_stats_of(const raf_exec *ex);
 
 #endif

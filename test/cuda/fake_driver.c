@@ -19,6 +19,9 @@
  *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES") and
  *                               per launch ("launch NAME grid=X,Y,Z
  *                               block=X,Y,Z shared=N") appended to file
+ *   RAF_FAKE_CUDA_DEVICE_LOG=file  a line per primary context retained
+ *                               ("retain N", N the device's ordinal)
+ *                               appended to file: which GPU a process took
  *   RAF_FAKE_CUDA_REJECT=1      every module load (and cuLinkAddData)
  *                               fails as a bad PTX does, with a JIT log
  * The JIT linker (cuLink*) gives the PTX back as the "cubin", and logs
@@ -128,7 +131,12 @@ static CUresult fake_cuDeviceTotalMem(size_t *bytes, CUdevice d) {
 }
 
 static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
-  (void)d;
+  const char *path = getenv("RAF_FAKE_CUDA_DEVICE_LOG");
+  FILE *f = path && *path ? fopen(path, "a") : NULL;
+  if (f) {
+    fprintf(f, "retain %d\n", (int)d);
+    fclose(f);
+  }
   retained++;
   *c = (CUcontext)&token;
   return CUDA_SUCCESS;

@@ -92,6 +92,10 @@ config.substitutions.append(
 if "RAF_HAVE_CUDA:INTERNAL=ON" in cache:
     config.available_features.add("cuda-support")
     config.substitutions.append(("%fake-cuda", os.path.join(raf_bin, "fake-cuda")))
+# The nccl dialect: `nccl-support` in a build with NCCL's nccl.h, whose
+# %fake-cuda also holds test/cuda/fake_nccl.c's libnccl.so.2 (with MPI).
+if "RAF_HAVE_NCCL:INTERNAL=ON" in cache:
+    config.available_features.add("nccl-support")
 try:
     import subprocess
     probe = subprocess.run(

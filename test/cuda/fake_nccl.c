@@ -1,0 +1,219 @@
+/* fake_nccl.c: a stand-in for NCCL's libnccl.so.2, for testing the nccl
+ * dialect (runtime/cuda/nccl.c) on machines without GPUs.
+ *
+ * Its device memory is the fake driver's (fake_driver.c): host memory at
+ * addresses with bit 63 flipped. Its collectives are MPI's, between the
+ * processes of the mpirun job that raf-run runs in (MPI_COMM_WORLD), done
+ * at once, whatever the stream. It checks what a NCCL would reject or
+ * what would crash on a GPU: a buffer that is not device memory, a
+ * communicator whose id was not drawn by ncclGetUniqueId (an id that was
+ * never broadcast), ranks that disagree on the id, a count that does not
+ * fit. f32, f64, bf16 and the integers reduce (bf16 in f32, rounded
+ * once); f16 is refused (the tests do not use it).
+ *
+ *   RAF_FAKE_NCCL_LOG=file   a line per call appended to file: "init
+ *                            rank=R nranks=N", "all_reduce count=C
+ *                            type=T op=sum|avg", "reduce_scatter ...",
+ *                            "all_gather count=C type=T"
+ *
+ * Built as libnccl.so.2 in the build tree's fake-cuda/ beside the fake
+ * driver (CMakeLists.txt); tests reach it through LD_LIBRARY_PATH.
+ */
+#include <nccl.h>
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEVICE_BIT ((uint64_t)1 << 63)
+static const char id_tag[] = "fake-nccl id";
+
+struct ncclComm {
+  int rank, nranks;
+};
+
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...) {
+  const char *path = getenv("RAF_FAKE_NCCL_LOG");
+  FILE *f = path && *path ? fopen(path, "a") : NULL;
+  if (!f)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+
+/* The host address of device pointer p, or NULL when p is not one. */
+static void *host_of(const void *p) {
+  uint64_t u = (uint64_t)(uintptr_t)p;
+  return u & DEVICE_BIT ? (void *)(uintptr_t)(u ^ DEVICE_BIT) : NULL;
+}
+
+ncclResult_t ncclGetVersion(int *version) {
+  *version = 22800;
+  return ncclSuccess;
+}
+
+const char *ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+  case ncclSuccess: return "no error";
+  case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+  case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+  case ncclSystemError: return "unhandled system error";
+  default: return "internal error";
+  }
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  memset(id, 0, sizeof *id);
+  memcpy(id->internal, id_tag, sizeof id_tag);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                              int rank) {
+  int started = 0, size = 0, mine = -1;
+  MPI_Initialized(&started);
+  if (!started)
+    return ncclSystemError;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &mine);
+  /* Every rank must hold the id rank 0 drew. */
+  int good = memcmp(id.internal, id_tag, sizeof id_tag) == 0, all = 0;
+  MPI_Allreduce(&good, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (!all || nranks != size || rank != mine)
+    return ncclInvalidUsage;
+  struct ncclComm *c = malloc(sizeof *c);
+  if (!c)
+    return ncclSystemError;
+  c->rank = rank;
+  c->nranks = nranks;
+  *comm = c;
+  log_line("init rank=%d nranks=%d", rank, nranks);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  free(comm);
+  return ncclSuccess;
+}
+
+static MPI_Datatype mpi_type(ncclDataType_t t) {
+  switch (t) {
+  case ncclInt8: return MPI_INT8_T;
+  case ncclUint8: return MPI_UINT8_T;
+  case ncclInt32: return MPI_INT32_T;
+  case ncclUint32: return MPI_UINT32_T;
+  case ncclInt64: return MPI_INT64_T;
+  case ncclUint64: return MPI_UINT64_T;
+  case ncclFloat32: return MPI_FLOAT;
+  case ncclFloat64: return MPI_DOUBLE;
+  case ncclBfloat16: return MPI_FLOAT; /* widened */
+  default: return MPI_DATATYPE_NULL;
+  }
+}
+
+static float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+static uint16_t f32_to_bf16(float f) { /* round to nearest even */
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
+/* recv = the ranks' sum (avg: over nranks) of send, MPI_Allreduce when
+ * scatter is 0, else this rank's recvcount of it (reduce-scatter). */
+static ncclResult_t reduce(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, int scatter) {
+  const void *in = host_of(send);
+  void *out = host_of(recv);
+  MPI_Datatype mt = mpi_type(type);
+  size_t total = scatter ? count * (size_t)comm->nranks : count;
+  if (!in || !out || mt == MPI_DATATYPE_NULL || total > INT32_MAX ||
+      (op != ncclSum && op != ncclAvg))
+    return ncclInvalidArgument;
+  log_line("%s count=%zu type=%d op=%s", scatter ? "reduce_scatter" : "all_reduce",
+           count, (int)type, op == ncclAvg ? "avg" : "sum");
+  int bf16 = type == ncclBfloat16;
+  float *wide_in = NULL, *wide_out = NULL;
+  if (bf16) {
+    wide_in = malloc(total * sizeof(float) + 1);
+    wide_out = malloc(count * sizeof(float) + 1);
+    if (!wide_in || !wide_out) {
+      free(wide_in), free(wide_out);
+      return ncclSystemError;
+    }
+    for (size_t i = 0; i < total; i++)
+      wide_in[i] = bf16_to_f32(((const uint16_t *)in)[i]);
+  }
+  const void *src = bf16 ? (const void *)wide_in : in;
+  void *dst = bf16 ? (void *)wide_out : out;
+  int rc = scatter ? MPI_Reduce_scatter_block(src, dst, (int)count, mt,
+                                              MPI_SUM, MPI_COMM_WORLD)
+                   : MPI_Allreduce(src == dst ? MPI_IN_PLACE : src, dst,
+                                   (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
+  for (size_t i = 0; rc == MPI_SUCCESS && op == ncclAvg && i < count; i++) {
+    int n = comm->nranks;
+    switch (type) {
+    case ncclFloat32: ((float *)dst)[i] /= (float)n; break;
+    case ncclBfloat16: ((float *)dst)[i] /= (float)n; break;
+    case ncclFloat64: ((double *)dst)[i] /= n; break;
+    case ncclInt64: ((int64_t *)dst)[i] /= n; break;
+    case ncclUint64: ((uint64_t *)dst)[i] /= (uint64_t)n; break;
+    case ncclInt32: ((int32_t *)dst)[i] /= n; break;
+    case ncclUint32: ((uint32_t *)dst)[i] /= (uint32_t)n; break;
+    case ncclInt8: ((int8_t *)dst)[i] = (int8_t)(((int8_t *)dst)[i] / n); break;
+    default: ((uint8_t *)dst)[i] = (uint8_t)(((uint8_t *)dst)[i] / n); break;
+    }
+  }
+  for (size_t i = 0; bf16 && rc == MPI_SUCCESS && i < count; i++)
+    ((uint16_t *)out)[i] = f32_to_bf16(wide_out[i]);
+  free(wide_in);
+  free(wide_out);
+  return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
+}
+
+ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return reduce(send, recv, count, type, op, comm, 0);
+}
+
+ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return reduce(send, recv, count, type, op, comm, 1);
+}
+
+ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
+                           ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
+  (void)stream;
+  const void *in = host_of(send);
+  void *out = host_of(recv);
+  MPI_Datatype mt = type == ncclBfloat16 || type == ncclFloat16
+                        ? MPI_UINT16_T
+                        : mpi_type(type);
+  if (!in || !out || mt == MPI_DATATYPE_NULL || count > INT32_MAX)
+    return ncclInvalidArgument;
+  log_line("all_gather count=%zu type=%d", count, (int)type);
+  int rc = MPI_Allgather(in, (int)count, mt, out, (int)count, mt,
+                         MPI_COMM_WORLD);
+  (void)comm;
+  return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError;
+}
