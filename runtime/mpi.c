@@ -62,6 +62,18 @@ static void mpi_release(void *state) {
   free(st);
 }
 
+raf_rank_blocks raf_rank_blocks_of(const raf_type *t, int64_t axis,
+                                   int world) {
+  raf_rank_blocks b = {1, raf_dtype_size(t->dtype)};
+  for (int d = 0; d < t->rank; d++) {
+    if (d < axis)
+      b.outer *= t->dims[d];
+    else
+      b.block *= (size_t)(d == axis ? t->dims[d] / world : t->dims[d]);
+  }
+  return b;
+}
+
 #ifndef RAF_HAVE_MPI
 
 const char *const raf_mpi_unavailable =
@@ -248,28 +260,9 @@ static MPI_Datatype mpi_type(raf_dtype dt) {
 
 static bool is_half(raf_dtype dt) { return dt == RAF_F16 || dt == RAF_BF16; }
 
-/* A tensor along `axis` as [outer, N * block] (bytes): the shape of every
- * block one rank holds. */
-typedef struct blocks {
-  int64_t outer;   /* product of the dims before axis */
-  size_t block;    /* bytes of one rank's block in one outer row */
-} blocks;
-
-static blocks blocks_of(const raf_tensor *whole, int64_t axis, int world) {
-  const raf_type *t = whole->type;
-  blocks b = {1, raf_dtype_size(t->dtype)};
-  for (int d = 0; d < t->rank; d++) {
-    if (d < axis)
-      b.outer *= t->dims[d];
-    else
-      b.block *= (size_t)(d == axis ? t->dims[d] / world : t->dims[d]);
-  }
-  return b;
-}
-
 /* Copies between whole ([outer][N][block]) and rank-major scratch
  * ([N][outer][block]) in the direction `to_scratch` says. */
-static void repack(const blocks *b, int world, char *whole, char *scratch,
+static void repack(const raf_rank_blocks *b, int world, char *whole, char *scratch,
                    bool to_scratch) {
   for (int r = 0; r < world; r++)
     for (int64_t o = 0; o < b->outer; o++) {
@@ -449,7 +442,7 @@ static raf_status mpi_collective(const raf_kernel *k) {
   int64_t axis = s->op == RAF_OP_ALL_REDUCE ? 0 : raf_stmt_attr_int(s, "axis");
   /* The tensor whose axis holds every rank's block. */
   raf_tensor *whole = s->op == RAF_OP_ALL_GATHER ? y : x;
-  blocks b = blocks_of(whole, axis, world);
+  raf_rank_blocks b = raf_rank_blocks_of(whole->type, axis, world);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (s->op == RAF_OP_ALL_SLICE) {

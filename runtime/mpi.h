@@ -44,6 +44,17 @@ bool raf_mpi_group(int *rank, int *world);
  * calls it with the same nbytes. */
 raf_status raf_mpi_broadcast(raf_ctx *ctx, void *buf, size_t nbytes);
 
+/* A collective's tensor cut along `axis` into the ranks' blocks, as
+ * [outer][world][block]: outer is the product of the dims before axis,
+ * block the bytes of one rank's block in one outer row. The mpi and nccl
+ * dialects both move blocks so. */
+typedef struct raf_rank_blocks {
+  int64_t outer;
+  size_t block;
+} raf_rank_blocks;
+raf_rank_blocks raf_rank_blocks_of(const raf_type *whole, int64_t axis,
+                                   int world);
+
 /* What the mpi dialect's collectives did in ex since it was made. bytes
  * counts what this rank sends by the ring algorithms' volume (all_reduce
  * 2(N-1)/N of the tensor, reduce_scatter and all_gather (N-1)/N of the

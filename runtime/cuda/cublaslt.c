@@ -9,7 +9,7 @@
 
 #include "runtime/cuda/library.h"
 
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
@@ -18,26 +18,23 @@ static const raf_cuda_library cublaslt_library = {
     names, sizeof names / sizeof names[0], "RAF_CUBLASLT", "cuBLASLt",
     "the CUDA toolkit"};
 
+static const raf_cuda_symbol symbols[] = {
+#define LT_ENTRY(ret, name, params) {#name, offsetof(raf_cublaslt, name)},
+#include "runtime/cuda/cublaslt.def"
+#undef LT_ENTRY
+};
+
 raf_status raf_cublaslt_load(raf_ctx *ctx, raf_cublaslt **out) {
-  *out = NULL;
-  char path[256];
-  void *lib = raf_cuda_library_open(ctx, &cublaslt_library, path, sizeof path);
-  if (!lib)
-    return RAF_ERROR;
   raf_cublaslt *lt = calloc(1, sizeof *lt);
+  *out = NULL;
   if (!lt) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
     return RAF_ERROR;
   }
-  lt->library = lib;
-  snprintf(lt->path, sizeof lt->path, "%s", path);
-  bool ok = true;
-#define LT_ENTRY(ret, name, params)                                            \
-  ok = ok && raf_cuda_library_symbol(ctx, lib, path, &cublaslt_library, #name, \
-                                     &lt->name, sizeof lt->name);
-#include "runtime/cuda/cublaslt.def"
-#undef LT_ENTRY
-  if (!ok) {
+  lt->library = raf_cuda_library_load(
+      ctx, &cublaslt_library, symbols, sizeof symbols / sizeof symbols[0], lt,
+      lt->path, sizeof lt->path);
+  if (!lt->library) {
     raf_cublaslt_unload(lt);
     return RAF_ERROR;
   }

@@ -4,12 +4,8 @@
  * dialect opens libcublasLt with dlopen when an executor first needs it,
  * and resolves the entry points of cublaslt.def with dlsym. Building
  * needs only the toolkit's cublasLt.h, for the types. The library is
- * looked for, in order:
- *   $RAF_CUBLASLT (a file name or path; when set, nothing else is tried)
- *   libcublasLt.so.13, libcublasLt.so.12, libcublasLt.so (the loader's
- *   search path)
- *   the same names in $CUDA_HOME/lib64, then in the toolkit's library
- *   folder found when raf was configured (RAF_CUDA_LIBDIR)
+ * looked for as library.h says, under the names libcublasLt.so.13,
+ * libcublasLt.so.12 and libcublasLt.so; RAF_CUBLASLT overrides them.
  */
 #ifndef RAF_CUDA_CUBLASLT_H
 #define RAF_CUDA_CUBLASLT_H

@@ -76,16 +76,19 @@ void *raf_cuda_library_open(raf_ctx *ctx, const raf_cuda_library *lib,
   return handle;
 }
 
-bool raf_cuda_library_symbol(raf_ctx *ctx, void *handle, const char *path,
-                             const raf_cuda_library *lib, const char *name,
-                             void *fn, size_t fn_size) {
-  void *sym = dlsym(handle, name);
-  if (!sym || fn_size != sizeof sym) {
-    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s has no %s (%s)",
-                    path, name, lib->what);
-    return false;
+void *raf_cuda_library_load(raf_ctx *ctx, const raf_cuda_library *lib,
+                            const raf_cuda_symbol *syms, int nsyms,
+                            void *table, char *path, size_t size) {
+  void *handle = raf_cuda_library_open(ctx, lib, path, size);
+  for (int i = 0; handle && i < nsyms; i++) {
+    void *sym = dlsym(handle, syms[i].name);
+    if (!sym) {
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s has no %s (%s)",
+                      path, syms[i].name, lib->what);
+      return NULL; /* stays loaded, as a library found always does */
+    }
+    /* POSIX's way from dlsym's object pointer to a function pointer. */
+    memcpy((char *)table + syms[i].offset, &sym, sizeof sym);
   }
-  /* POSIX's way from dlsym's object pointer to a function pointer. */
-  memcpy(fn, &sym, sizeof sym);
-  return true;
+  return handle;
 }

@@ -37,11 +37,19 @@ typedef struct raf_cuda_library {
 void *raf_cuda_library_open(raf_ctx *ctx, const raf_cuda_library *lib,
                             char *path, size_t size);
 
-/* Resolves symbol `name` of handle into *fn (a function pointer's
- * storage, fn_size bytes); false, reported as "P has no NAME (WHAT)", when
- * the library lacks it. */
-bool raf_cuda_library_symbol(raf_ctx *ctx, void *handle, const char *path,
-                             const raf_cuda_library *lib, const char *name,
-                             void *fn, size_t fn_size);
+/* A function pointer of a table struct to resolve: its symbol and its
+ * offset in the struct. */
+typedef struct raf_cuda_symbol {
+  const char *name;
+  size_t offset;
+} raf_cuda_symbol;
+
+/* raf_cuda_library_open, then every symbol of syms into the function
+ * pointers of `table` (a struct whose members syms names). The handle, or
+ * NULL when the library was not found or lacks a symbol ("P has no NAME
+ * (WHAT)"), reported. */
+void *raf_cuda_library_load(raf_ctx *ctx, const raf_cuda_library *lib,
+                            const raf_cuda_symbol *syms, int nsyms,
+                            void *table, char *path, size_t size);
 
 #endif

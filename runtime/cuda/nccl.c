@@ -38,6 +38,7 @@
 #include "runtime/exec.h"
 #include "runtime/mpi.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,31 +50,29 @@ static const raf_cuda_library nccl_library = {
     names, sizeof names / sizeof names[0], "RAF_NCCL", "NCCL",
     "NCCL (libnccl2)"};
 
+static const raf_cuda_symbol symbols[] = {
+#define NCCL_ENTRY(ret, name, params) {#name, offsetof(raf_nccl, name)},
+#include "runtime/cuda/nccl.def"
+#undef NCCL_ENTRY
+};
+
 raf_status raf_nccl_load(raf_ctx *ctx, raf_nccl **out) {
-  *out = NULL;
-  char path[256];
-  void *lib = raf_cuda_library_open(ctx, &nccl_library, path, sizeof path);
-  if (!lib)
-    return RAF_ERROR;
   raf_nccl *nccl = calloc(1, sizeof *nccl);
+  *out = NULL;
   if (!nccl) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
     return RAF_ERROR;
   }
-  nccl->library = lib;
-  snprintf(nccl->path, sizeof nccl->path, "%s", path);
-  bool ok = true;
-#define NCCL_ENTRY(ret, name, params)                                          \
-  ok = ok && raf_cuda_library_symbol(ctx, lib, path, &nccl_library, #name,     \
-                                     &nccl->name, sizeof nccl->name);
-#include "runtime/cuda/nccl.def"
-#undef NCCL_ENTRY
+  nccl->library = raf_cuda_library_load(
+      ctx, &nccl_library, symbols, sizeof symbols / sizeof symbols[0], nccl,
+      nccl->path, sizeof nccl->path);
+  bool ok = nccl->library != NULL;
   if (ok && nccl->ncclGetVersion(&nccl->version) != ncclSuccess)
     nccl->version = 0;
   if (ok && nccl->version < 21000) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "%s is NCCL %d; the nccl dialect needs 2.10 or later "
-                    "(ncclAvg)", path, nccl->version);
+                    "(ncclAvg)", nccl->path, nccl->version);
     ok = false;
   }
   if (!ok) {
@@ -185,26 +184,9 @@ static ncclDataType_t nccl_type(raf_dtype dt) {
   }
 }
 
-/* A tensor along `axis` as [outer, N * block] bytes. */
-typedef struct blocks {
-  int64_t outer; /* product of the dims before axis */
-  size_t block;  /* bytes of one rank's block in one outer row */
-} blocks;
-
-static blocks blocks_of(const raf_type *t, int64_t axis, int world) {
-  blocks b = {1, raf_dtype_size(t->dtype)};
-  for (int d = 0; d < t->rank; d++) {
-    if (d < axis)
-      b.outer *= t->dims[d];
-    else
-      b.block *= (size_t)(d == axis ? t->dims[d] / world : t->dims[d]);
-  }
-  return b;
-}
-
 /* Copies block `rank` of every outer row of whole ([outer][N][block])
  * to or from part ([outer][block]), on the device's stream. */
-static raf_status copy_block(raf_device *dev, const blocks *b, int world,
+static raf_status copy_block(raf_device *dev, const raf_rank_blocks *b, int world,
                              int rank, char *whole, char *part,
                              bool to_part) {
   for (int64_t o = 0; o < b->outer; o++) {
@@ -219,7 +201,7 @@ static raf_status copy_block(raf_device *dev, const blocks *b, int world,
 
 /* Copies between whole ([outer][N][block]) and rank-major scratch
  * ([N][outer][block]) in the direction to_scratch says. */
-static raf_status repack(raf_device *dev, const blocks *b, int world,
+static raf_status repack(raf_device *dev, const raf_rank_blocks *b, int world,
                          char *whole, char *scratch, bool to_scratch) {
   size_t rank_bytes = (size_t)b->outer * b->block;
   for (int r = 0; r < world; r++)
@@ -252,7 +234,7 @@ static raf_status nccl_collective(const raf_kernel *k) {
   int64_t axis = s->op == RAF_OP_ALL_REDUCE ? 0 : raf_stmt_attr_int(s, "axis");
   /* The tensor whose axis holds every rank's block. */
   raf_tensor *whole = s->op == RAF_OP_ALL_GATHER ? y : x;
-  blocks b = blocks_of(whole->type, axis, world);
+  raf_rank_blocks b = raf_rank_blocks_of(whole->type, axis, world);
   if (s->op == RAF_OP_ALL_SLICE)
     return copy_block(dev, &b, world, rank, x->data, y->data, true);
   void *scratch = NULL;
