@@ -478,4 +478,5 @@ const raf_kernel_fn raf_cuda_kernels[RAF_OP_COUNT] = {
     [RAF_OP_TAKE] = raf_cuda_take,
     [RAF_OP_TAKE_GRAD] = raf_cuda_take_grad,
     [RAF_OP_LAYER_NORM_GRAD] = raf_cuda_layer_norm_grad,
+    [RAF_OP_ARGMAX] = raf_cuda_argmax,
 };

@@ -55,6 +55,20 @@ RAF_TAKE_KERNEL(raf_take_2, uint16_t)
 RAF_TAKE_KERNEL(raf_take_4, uint32_t)
 RAF_TAKE_KERNEL(raf_take_8, uint64_t)
 
+/* argmax(x) {axis} in f32, x viewed as [outer, dim, inner], the i64
+ * result as [outer, inner]: one thread per result element scans its row
+ * (raf_argmax_row_f32). Rows are short where it is used (a classifier's
+ * logits), so no reduction across threads. */
+extern "C" __global__ void raf_argmax_f32(int64_t *dst, const float *x,
+                                          int64_t outer, int64_t dim,
+                                          int64_t inner) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+       e < outer * inner; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t o = e / inner, c = e % inner;
+    dst[e] = raf_argmax_row_f32(x + o * dim * inner + c, dim, inner);
+  }
+}
+
 /* take_grad(dy, indices) {axis, dim} in f32: one block per table row
  * (o, x) (blocks stride over the rows), its threads over the row's inner
  * elements, each summing in float, as PyTorch's embedding backward and

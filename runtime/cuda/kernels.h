@@ -62,6 +62,22 @@ static inline RAF_HD int raf_take_grad_owns(int64_t v, int64_t dim,
   return (v < 0 ? v + dim : v) == x;
 }
 
+/* argmax over one row of n floats `stride` apart: the first index of the
+ * largest value, a NaN counting as larger than everything (the first NaN
+ * wins), as cpu-ref's and PyTorch's. */
+static inline RAF_HD int64_t raf_argmax_row_f32(const float *x, int64_t n,
+                                                int64_t stride) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++) {
+    float b = x[best * stride], v = x[i * stride];
+    if (b != b)
+      break;
+    if (v != v || v > b)
+      best = i;
+  }
+  return best;
+}
+
 #ifndef __CUDACC__
 #include <stdbool.h>
 

@@ -1,7 +1,7 @@
 /* movement.c: the cuda dialect's kernels for the data movement ops that
  * codegen does not lower: transpose, concat and split (strided copies,
  * kernels.h's raf_move), take and take_grad (an embedding's gather and
- * its deterministic scatter-add), and f32 layer_norm_grad, launched from the hand-written PTX of
+ * its deterministic scatter-add), f32 argmax and f32 layer_norm_grad, launched from the hand-written PTX of
  * kernels.cu (raf_cuda_embedded_ptx("kernels")).
  *
  * The kernels are queued on the device's stream like codegen's; each
@@ -254,6 +254,23 @@ raf_status raf_cuda_take_grad(const raf_kernel *k) {
                         0};
   void *params[] = {&dst, &dy, &idx, &idx32, &outer, &nidx, &dim, &inner};
   return launch(k, "raf_take_grad_f32", dims, params);
+}
+
+raf_status raf_cuda_argmax(const raf_kernel *k) {
+  const raf_type *xt = k->in[0]->type;
+  int axis = norm_axis(raf_stmt_attr_int(k->stmt, "axis"), xt->rank);
+  if (axis < 0)
+    return raf_kernel_fail(k, "axis out of range for rank %d", xt->rank);
+  int64_t outer = 1, dim = xt->dims[axis], inner = 1;
+  for (int d = 0; d < axis; d++)
+    outer *= xt->dims[d];
+  for (int d = axis + 1; d < xt->rank; d++)
+    inner *= xt->dims[d];
+  if (outer * inner == 0)
+    return RAF_OK;
+  void *dst = k->out[0]->data, *x = k->in[0]->data;
+  void *params[] = {&dst, &x, &outer, &dim, &inner};
+  return launch(k, "raf_argmax_f32", cover(outer * inner), params);
 }
 
 /* layer_norm_grad in f32 (kernels.cu): the rows' dx and statistics, then

@@ -15,6 +15,7 @@ raf_status raf_cuda_concat(const raf_kernel *k);
 raf_status raf_cuda_split(const raf_kernel *k);
 raf_status raf_cuda_take(const raf_kernel *k);
 raf_status raf_cuda_take_grad(const raf_kernel *k);
+raf_status raf_cuda_argmax(const raf_kernel *k);
 raf_status raf_cuda_layer_norm_grad(const raf_kernel *k);
 
 /* The module of kernels.cu the cuda dialect loaded for k's executor

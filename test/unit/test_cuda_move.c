@@ -2,7 +2,8 @@
  * data movement kernels (runtime/cuda/kernels.h), run on the CPU: the
  * strided copies movement.c describes for transpose, concat and split
  * produce NumPy's results, and take_grad's row ownership sums exactly the
- * dy rows a scatter-add would, each once. The GPU runs the same inline
+ * dy rows a scatter-add would, each once, and argmax's row scan follows
+ * cpu-ref's rule. The GPU runs the same inline
  * functions (kernels.cu); that it runs them has never been checked.
  * Skipped (77) in a build without the CUDA toolkit. */
 #include <stdio.h>
@@ -109,7 +110,22 @@ static void test_take_grad_owns(void) {
   }
 }
 
+/* argmax's row scan: cpu-ref's rule (the first largest; the first NaN). */
+static void test_argmax_row(void) {
+  const float nan = __builtin_nanf("");
+  const float ties[] = {1, 5, 2, 5}, first_nan[] = {1, nan, 9, nan},
+              lead_nan[] = {nan, 3}, neg[] = {-3, -1, -2};
+  CHECK(raf_argmax_row_f32(ties, 4, 1) == 1);
+  CHECK(raf_argmax_row_f32(first_nan, 4, 1) == 1);
+  CHECK(raf_argmax_row_f32(lead_nan, 2, 1) == 0);
+  CHECK(raf_argmax_row_f32(neg, 3, 1) == 1);
+  /* {5, 5}, every other element from ties[1]: a tie, the first wins. */
+  CHECK(raf_argmax_row_f32(ties + 1, 2, 2) == 0);
+  CHECK(raf_argmax_row_f32(ties, 1, 1) == 0);
+}
+
 int main(void) {
+  test_argmax_row();
   test_transpose();
   test_concat_split();
   test_take_grad_owns();
