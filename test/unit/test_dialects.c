@@ -67,11 +67,21 @@ int main(void) {
   /* Beyond codegen's rows: the hand-written kernels (kernels.cu). */
   CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_TAKE_GRAD, RAF_F32));
   CHECK(!raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_TAKE_GRAD, RAF_F64));
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, RAF_OP_ARGMAX, RAF_F32));
+  /* The collectives on the cuda device are nccl's, as mpi's on the cpu. */
+  CHECK(raf_dialect_from_name("nccl", 4, &d) && d == RAF_DIALECT_NCCL);
+  CHECK(strcmp(raf_dialect_get(RAF_DIALECT_NCCL)->device, "cuda") == 0);
+  CHECK(raf_dialect_implements(RAF_DIALECT_NCCL, RAF_OP_REDUCE_SCATTER,
+                               RAF_BF16));
+  CHECK(raf_dialect_implements(RAF_DIALECT_NCCL, RAF_OP_ALL_GATHER, RAF_BOOL));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_NCCL, RAF_OP_ALL_REDUCE,
+                                RAF_BOOL));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_NCCL, RAF_OP_ADD, RAF_F32));
   for (int op = 0; op < RAF_OP_COUNT; op++)
     for (int dt = 0; dt < RAF_DTYPE_COUNT; dt++)
       if (op != RAF_OP_TRANSPOSE && op != RAF_OP_CONCAT &&
           op != RAF_OP_SPLIT && op != RAF_OP_TAKE && op != RAF_OP_TAKE_GRAD &&
-          op != RAF_OP_LAYER_NORM_GRAD)
+          op != RAF_OP_LAYER_NORM_GRAD && op != RAF_OP_ARGMAX)
         CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, (raf_opcode)op,
                                      (raf_dtype)dt) ==
               raf_dialect_fuses(RAF_DIALECT_LLVM, (raf_opcode)op,
