@@ -348,7 +348,13 @@ static void read_stmt(reader *rd, int k) {
     int uses = 0;
     for (int j = 0; j < s->noperands; j++)
       uses += s->operands[j].value == u->value;
-    if (!allowed || (s->op == RAF_OP_CALL && uses != 1))
+    const char *dialect = raf_stmt_attr_str(s, "dialect");
+    if (!allowed && dialect) /* planned before this dialect was chosen */
+      bad(rd, s->loc, "%%%s cannot overwrite operand %lld (%%%s) of %s: "
+          "dialect %s computes it out of place (run dispatch, with the "
+          "device and dialects it runs on, before plan-memory)", name,
+          (long long)i, u->value->name, raf_op_table[s->op].name, dialect);
+    else if (!allowed || (s->op == RAF_OP_CALL && uses != 1))
       bad(rd, s->loc, "%%%s cannot overwrite operand %lld (%%%s) of %s", name,
           (long long)i, u->value->name, raf_op_table[s->op].name);
     else if (u->last != k)

@@ -146,7 +146,7 @@ mlp() {
   mkdir -p "$d"
   [ -f "$d/data/test_y.npy" ] ||
     "$PY" "$B/bench/gpu_data.py" mlp "$B/data/fashion-mnist" "$d/data" >&2
-  "$B/bin/raf-opt" -p 'autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse,plan-memory' \
+  "$B/bin/raf-opt" -p "autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse,dispatch{device=$DEVICE},plan-memory" \
     "$B/examples/mlp/mlp.raf" -o "$d/step.raf"
   t0=$SECONDS
   "$B/bin/raf-run" --device="$DEVICE" "$d/step.raf" --function=mlp_train_step \
@@ -195,10 +195,10 @@ print(f"{ms:.1f} ms/step, {B * T / ms * 1e3:,.0f} tokens/s, "
     "$ms" "$(param_count "$d/gpt2.raf")" $L $C $T $BATCH $PEAK
 }
 gpt2_f32() {
-  gpt2 'autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory' f32
+  gpt2 "autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse,dispatch{device=$DEVICE},plan-memory" f32
 }
 gpt2_bf16() {
-  gpt2 'autodiff,amp,optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory' bf16
+  gpt2 "autodiff,amp,optimizer{kind=adamw lr=3e-4},inline,fuse,dispatch{device=$DEVICE},plan-memory" bf16
 }
 gpt2_torch() {
   d=$W/gpt2
@@ -276,7 +276,7 @@ adamw() {
   d=$W/adamw
   mkdir -p "$d"
   "$PY" "$B/bench/gen_adamw.py" "$W/gpt2/gpt2.raf" "$d/update.raf"
-  "$B/bin/raf-opt" -p 'optimizer{kind=adamw lr=3e-4},inline,fuse,plan-memory' \
+  "$B/bin/raf-opt" -p "optimizer{kind=adamw lr=3e-4},inline,fuse,dispatch{device=$DEVICE},plan-memory" \
     "$d/update.raf" -o "$d/step.raf"
   "$B/bin/raf-run" --device="$DEVICE" "$d/step.raf" --function=u_train_step \
     --steps=10 --log="$d/log.jsonl" --print=none > /dev/null
