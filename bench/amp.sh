@@ -22,6 +22,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 sizes=${2:-4x64 8x256}
 steps=${3:-}
 flags=$(lscpu | sed -n 's/^Flags: *//p')

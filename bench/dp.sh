@@ -29,6 +29,8 @@ build=${1:-build}
 configs=${2:-"4x256x8x128 12x768x8x128"}
 steps=${3:-4}
 rounds=${ROUNDS:-3}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

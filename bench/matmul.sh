@@ -17,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 steps=${2:-30}
 threads=${3:-$(nproc)}
 warmup=5

@@ -23,6 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 steps=${2:-8}
 threads=${3:-$(nproc)}
 rounds=${ROUNDS:-2}

@@ -91,6 +91,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 size=${2:-8x256}
 steps=${3:-3}
 threads=${THREADS:-2}

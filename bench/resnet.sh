@@ -35,6 +35,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 configs=${2:-32x1x28 8x3x224}
 steps=${3:-6}
 threads=${THREADS:-2}

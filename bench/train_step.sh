@@ -72,6 +72,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+# shellcheck source=bench/openblas-core.sh
+. bench/openblas-core.sh "$build"
 sizes=${2:-4x64 8x256 4x128x384 4x128x512}
 steps_arg=${3:-}
 threads=${THREADS:-2}

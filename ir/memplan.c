@@ -174,13 +174,32 @@ static bool broadcasts_to(const raf_type *t, const raf_type *f) {
   return true;
 }
 
+/* Whether a statement reads element i of its operand at point i of an
+ * iteration space of t's shape: a reshape into t's shape of as many
+ * elements (the sharded step's gradient, a slice of a flat bucket). */
+static bool flat_reshape(const raf_stmt *s, const raf_type *t) {
+  return s->op == RAF_OP_RESHAPE && same_shape(s->results[0]->type, t) &&
+         s->operands[0].value->type->numel == t->numel;
+}
+
+/* Whether argument v of g is read only by flat_reshape statements. */
+static bool read_flat_only(const raf_func *g, const raf_value *v,
+                           const raf_type *t) {
+  for (const raf_stmt *s = g->first; s; s = s->next)
+    for (int i = 0; i < s->noperands; i++)
+      if (s->operands[i].value == v && !flat_reshape(s, t))
+        return false;
+  return true;
+}
+
 bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
   if (!raf_mem_call_inplace(g, arg, result))
     return false;
   const raf_value *a = g->args[arg].value;
   const raf_type *t = a->type;
   for (int i = 0; i < g->nargs; i++)
-    if (!broadcasts_to(g->args[i].value->type, t))
+    if (!broadcasts_to(g->args[i].value->type, t) &&
+        !read_flat_only(g, g->args[i].value, t))
       return false;
   /* The values computed from a, in statement order (a first). */
   int n = 1, cap = 16;
@@ -200,7 +219,7 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
      * column is SEPARATE only because it never keeps its operand's type
      * (amp's update widens its bf16 gradient in the kernel). */
     ok = (s->op == RAF_OP_CONSTANT || s->op == RAF_OP_CAST ||
-          elementwise_op(s->op)) &&
+          elementwise_op(s->op) || flat_reshape(s, t)) &&
          broadcasts_to(v->type, t) && (!reads_a || same_shape(v->type, t));
     if (ok && reads_a) {
       if (n == cap) {

@@ -108,7 +108,9 @@ bool raf_mem_call_inplace(const raf_func *callee, int arg, int result);
  * elementwise through and through: every statement a constant, a cast or
  * an elementwise op (raf_mem_op_inplace's), every argument and value of a
  * shape that broadcasts to the argument's (so that is the kernel's
- * iteration space), and every value computed from the argument of its
+ * iteration space) or read only by reshapes into the argument's shape
+ * (which read element i at point i: the sharded step's gradient, a flat
+ * slice of its bucket), and every value computed from the argument of its
  * shape. Each point of such a kernel then reads the argument and writes
  * the result at one index, and the lowering loads the argument there
  * before it stores anything (codegen/lower.c). */
