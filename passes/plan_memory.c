@@ -408,7 +408,10 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
       bufs[nbufs++] = (buffer){-1, p.v[a].last, 0, 0, a, -1};
     }
   /* In place: each result joins the buffer of an operand it may
-   * overwrite, in the arena or a donatable argument's. */
+   * overwrite, in the arena or a donatable argument's, but for an
+   * argument whose update the same statement makes: that buffer is the
+   * update's (donate below), and another result there would keep it from
+   * it (an optimizer's update of a param's part and its moments). */
   for (int k = 0; rc == RAF_OK && k < p.nstmts; k++) {
     raf_stmt *s = p.stmt[k];
     for (int r = 0; r < s->nresults; r++) {
@@ -423,7 +426,10 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
           taken |= p.v[p.first[k] + q].inplace >= 0 &&
                    s->operands[p.v[p.first[k] + q].inplace].value ==
                        s->operands[i].value;
-        if (buf_of[u] >= 0 && p.v[u].last == k && !taken &&
+        bool reserved =
+            u < f->nargs && donatable[u] >= 0 &&
+            p.stmt[p.nstmts]->operands[donatable[u]].value->def == s;
+        if (buf_of[u] >= 0 && p.v[u].last == k && !taken && !reserved &&
             may_overwrite(&p, k, r, i)) {
           v->inplace = i;
           buf_of[id] = buf_of[u];

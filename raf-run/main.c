@@ -890,6 +890,12 @@ static raf_status open_device(raf_ctx *ctx, const options *o,
 }
 
 int main(int argc, char **argv) {
+  /* Where OpenBLAS fell back to its generic kernels on a CPU it did not
+   * recognise, start again telling it the CPU's (raf_cblas_better_core);
+   * if exec fails, go on with the generic ones. */
+  const char *core = raf_cblas_better_core();
+  if (core && setenv("OPENBLAS_CORETYPE", core, 1) == 0)
+    execv("/proc/self/exe", argv);
   options o;
   memset(&o, 0, sizeof o);
   int status = parse_args(argc, argv, &o);

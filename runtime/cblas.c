@@ -78,6 +78,20 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static bool fits_blasint(int64_t v) { return v <= INT_MAX; }
 
+const char *raf_cblas_better_core(void) {
+  if (getenv("OPENBLAS_CORETYPE"))
+    return NULL;
+  const char *core = openblas_get_corename();
+  if (!core || strcmp(core, "Prescott") != 0)
+    return NULL;
+  /* Not Cooperlake for AVX-512 BF16: OpenBLAS 0.3.21 does not find that
+   * name, and Debian's has no bf16 gemm anyway. */
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") ? "SkylakeX"
+         : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                           : NULL;
+}
+
 /* OpenBLAS's threads stay idle: the executor's threads run the gemms. */
 static void blas_single_threaded(void) {
   if (openblas_get_num_threads() != 1)

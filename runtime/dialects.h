@@ -72,4 +72,14 @@ extern const char *const raf_onednn_unavailable;
  * (runtime/cuda/cublas.c, runtime/cublas_stub.c). */
 extern const char *const raf_cublas_unavailable;
 
+/* OpenBLAS chooses its kernels when it is loaded, from the CPU's model.
+ * On a virtual machine that hides the model it falls back to its generic
+ * Prescott (SSE3) kernels, about 5x slower than the AVX-512 ones of the
+ * same CPU. Then, and only when OPENBLAS_CORETYPE is unset, this returns
+ * the value of OPENBLAS_CORETYPE that names the CPU's kernels (from its
+ * features: "SkylakeX" with AVX-512, "Haswell" with AVX2); else
+ * NULL. OpenBLAS reads the variable only when loaded, so a program sets it
+ * and starts again (raf-run does). runtime/cblas.c. */
+const char *raf_cblas_better_core(void);
+
 #endif
