@@ -23,6 +23,8 @@
  * Built as libcublasLt.so.13 in the build tree's fake-cuda/ (CMakeLists.txt);
  * tests reach it through LD_LIBRARY_PATH or RAF_CUBLASLT.
  */
+#include "fake_common.h"
+
 #include <cublasLt.h>
 
 #include <stdarg.h>
@@ -31,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEVICE_BIT ((uint64_t)1 << 63)
 enum { MAGIC = 0x6c74 };
 
 typedef struct fake_desc {
@@ -54,25 +55,6 @@ typedef struct fake_pref {
 
 static int handle_token;
 
-static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_line(const char *fmt, ...) {
-  const char *path = getenv("RAF_FAKE_CUBLASLT_LOG");
-  FILE *f = path && *path ? fopen(path, "a") : NULL;
-  if (!f)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fputc('\n', f);
-  fclose(f);
-}
-
-/* The host address of device pointer p, or NULL when p is not one. */
-static void *host_of(const void *p) {
-  uint64_t u = (uint64_t)(uintptr_t)p;
-  return u & DEVICE_BIT ? (void *)(uintptr_t)(u ^ DEVICE_BIT) : NULL;
-}
 
 size_t cublasLtGetVersion(void) { return 130000; }
 
@@ -275,12 +257,12 @@ cublasStatus_t cublasLtMatmul(
   const fake_desc *dd = (const fake_desc *)desc;
   const fake_layout *la = (const fake_layout *)a, *lb = (const fake_layout *)b,
                     *lc = (const fake_layout *)c;
-  const void *ha = host_of(A), *hb = host_of(B), *hc = host_of(C);
-  void *hd = host_of(D);
+  const void *ha = fake_host_of(A), *hb = fake_host_of(B), *hc = fake_host_of(C);
+  void *hd = fake_host_of(D);
   uint64_t m, n, k;
   if (handle != (cublasLtHandle_t)&handle_token || !algo || !dd || !la ||
       !lb || !lc || c != d || !ha || !hb || !hc || !hd || !alpha || !beta ||
-      (workspace_bytes && !host_of(workspace)) ||
+      (workspace_bytes && !fake_host_of(workspace)) ||
       !shapes_agree(dd, la, lb, lc, &m, &n, &k))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF)
@@ -288,7 +270,8 @@ cublasStatus_t cublasLtMatmul(
   const char *limit = getenv("RAF_FAKE_CUBLASLT_MAX_MACS");
   double macs = (double)m * (double)n * (double)k * lc->batch;
   int compute = macs <= (limit && *limit ? atof(limit) : (double)(1 << 26));
-  log_line("matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s",
+  fake_log("RAF_FAKE_CUBLASLT_LOG",
+           "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s",
            (unsigned long long)m, (unsigned long long)n,
            (unsigned long long)k, lc->batch, dd->ta == CUBLAS_OP_T,
            dd->tb == CUBLAS_OP_T, la->type == CUDA_R_32F ? "f32" : "bf16",

@@ -32,6 +32,8 @@
  * Built as libcuda.so.1 in the build tree's fake-cuda/ (CMakeLists.txt);
  * tests reach it through LD_LIBRARY_PATH.
  */
+#include "fake_common.h"
+
 #include <cuda.h>
 
 #include <stdarg.h>
@@ -43,13 +45,12 @@
 
 enum { FAKE_DRIVER_VERSION = 12040 };
 
-#define DEVICE_BIT ((uint64_t)1 << 63)
 
 static long live_allocations;
 static int retained; /* primary context references */
 static int token;    /* what handles point at */
 
-static void *host_of(CUdeviceptr p) { return (void *)(uintptr_t)(p ^ DEVICE_BIT); }
+static void *host_of(CUdeviceptr p) { return (void *)(uintptr_t)(p ^ FAKE_DEVICE_BIT); }
 
 static int device_count(void) {
   const char *v = getenv("RAF_FAKE_CUDA_DEVICES");
@@ -162,12 +163,12 @@ static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
   if (!h)
     return CUDA_ERROR_OUT_OF_MEMORY;
   live_allocations++;
-  *p = (CUdeviceptr)(uintptr_t)h ^ DEVICE_BIT;
+  *p = (CUdeviceptr)(uintptr_t)h ^ FAKE_DEVICE_BIT;
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemFree(CUdeviceptr p) {
-  if (!(p & DEVICE_BIT))
+  if (!(p & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE; /* a host pointer */
   live_allocations--;
   free(host_of(p));
@@ -178,7 +179,7 @@ static CUresult fake_cuMemFree(CUdeviceptr p) {
 static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
                                        size_t n, CUstream s) {
   (void)s;
-  if (!(dst & DEVICE_BIT))
+  if (!(dst & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(host_of(dst), src, n);
   return CUDA_SUCCESS;
@@ -187,7 +188,7 @@ static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
 static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
                                        CUstream s) {
   (void)s;
-  if (!(src & DEVICE_BIT))
+  if (!(src & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, host_of(src), n);
   return CUDA_SUCCESS;
@@ -196,7 +197,7 @@ static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
 static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
                                        size_t n, CUstream s) {
   (void)s;
-  if (!(dst & DEVICE_BIT) || !(src & DEVICE_BIT))
+  if (!(dst & FAKE_DEVICE_BIT) || !(src & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE;
   memmove(host_of(dst), host_of(src), n);
   return CUDA_SUCCESS;
@@ -205,7 +206,7 @@ static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
 static CUresult fake_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
                                      CUstream s) {
   (void)s;
-  if (!(p & DEVICE_BIT))
+  if (!(p & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE;
   memset(host_of(p), v, n);
   return CUDA_SUCCESS;
@@ -276,21 +277,6 @@ typedef struct fake_function {
   int index;
 } fake_function;
 
-/* Appends one line to $RAF_FAKE_CUDA_LOG, when set. */
-static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_line(const char *fmt, ...) {
-  const char *path = getenv("RAF_FAKE_CUDA_LOG");
-  FILE *f = path && *path ? fopen(path, "a") : NULL;
-  if (!f)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fputc('\n', f);
-  fclose(f);
-}
-
 /* Copies msg into the JIT's error log buffer of the options, if given. */
 static void jit_error(unsigned n, const CUjit_option *o, void **v,
                       const char *msg) {
@@ -349,7 +335,7 @@ static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
   for (int i = 0; i < fm->n; i++)
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
              i ? "," : "", fm->names[i]);
-  log_line("load %s", names);
+  fake_log("RAF_FAKE_CUDA_LOG", "load %s", names);
   *m = (CUmodule)fm;
   return CUDA_SUCCESS;
 }
@@ -402,7 +388,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       return CUDA_ERROR_INVALID_VALUE;
     if (t == 'p') {
       uint64_t v = *(const uint64_t *)params[i];
-      if (v & DEVICE_BIT)
+      if (v & FAKE_DEVICE_BIT)
         snprintf(vals + len, sizeof vals - len, "%sptr", i ? "," : "");
       else
         snprintf(vals + len, sizeof vals - len, "%s%llu", i ? "," : "",
@@ -420,7 +406,8 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                *(const int *)params[i]);
     }
   }
-  log_line("launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%s",
+  fake_log("RAF_FAKE_CUDA_LOG",
+           "launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%s",
            ff->module->names[ff->index], gx, gy, gz, bx, by, bz, shared, vals);
   return CUDA_SUCCESS;
 }
@@ -476,7 +463,7 @@ static CUresult fake_cuLinkComplete(CUlinkState state, void **cubin,
   fake_link *l = (fake_link *)state;
   if (!l->data)
     return CUDA_ERROR_INVALID_VALUE;
-  log_line("link %s", l->name);
+  fake_log("RAF_FAKE_CUDA_LOG", "link %s", l->name);
   *cubin = l->data;
   *size = l->size;
   return CUDA_SUCCESS;

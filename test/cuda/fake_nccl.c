@@ -19,6 +19,8 @@
  * Built as libnccl.so.2 in the build tree's fake-cuda/ beside the fake
  * driver (CMakeLists.txt); tests reach it through LD_LIBRARY_PATH.
  */
+#include "fake_common.h"
+
 #include <nccl.h>
 
 #include <mpi.h>
@@ -28,32 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEVICE_BIT ((uint64_t)1 << 63)
 static const char id_tag[] = "fake-nccl id";
 
 struct ncclComm {
   int rank, nranks;
 };
 
-static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_line(const char *fmt, ...) {
-  const char *path = getenv("RAF_FAKE_NCCL_LOG");
-  FILE *f = path && *path ? fopen(path, "a") : NULL;
-  if (!f)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fputc('\n', f);
-  fclose(f);
-}
-
-/* The host address of device pointer p, or NULL when p is not one. */
-static void *host_of(const void *p) {
-  uint64_t u = (uint64_t)(uintptr_t)p;
-  return u & DEVICE_BIT ? (void *)(uintptr_t)(u ^ DEVICE_BIT) : NULL;
-}
 
 ncclResult_t ncclGetVersion(int *version) {
   *version = 22800;
@@ -95,7 +77,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
   c->rank = rank;
   c->nranks = nranks;
   *comm = c;
-  log_line("init rank=%d nranks=%d", rank, nranks);
+  fake_log("RAF_FAKE_NCCL_LOG", "init rank=%d nranks=%d", rank, nranks);
   return ncclSuccess;
 }
 
@@ -138,15 +120,16 @@ static uint16_t f32_to_bf16(float f) { /* round to nearest even */
 static ncclResult_t reduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op,
                            ncclComm_t comm, int scatter) {
-  const void *in = host_of(send);
-  void *out = host_of(recv);
+  const void *in = fake_host_of(send);
+  void *out = fake_host_of(recv);
   MPI_Datatype mt = mpi_type(type);
   size_t total = scatter ? count * (size_t)comm->nranks : count;
   if (!in || !out || mt == MPI_DATATYPE_NULL || total > INT32_MAX ||
       (op != ncclSum && op != ncclAvg))
     return ncclInvalidArgument;
-  log_line("%s count=%zu type=%d op=%s", scatter ? "reduce_scatter" : "all_reduce",
-           count, (int)type, op == ncclAvg ? "avg" : "sum");
+  fake_log("RAF_FAKE_NCCL_LOG", "%s count=%zu type=%d op=%s",
+           scatter ? "reduce_scatter" : "all_reduce", count, (int)type,
+           op == ncclAvg ? "avg" : "sum");
   int bf16 = type == ncclBfloat16;
   float *wide_in = NULL, *wide_out = NULL;
   if (bf16) {
@@ -204,14 +187,15 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclComm_t comm,
                            cudaStream_t stream) {
   (void)stream;
-  const void *in = host_of(send);
-  void *out = host_of(recv);
+  const void *in = fake_host_of(send);
+  void *out = fake_host_of(recv);
   MPI_Datatype mt = type == ncclBfloat16 || type == ncclFloat16
                         ? MPI_UINT16_T
                         : mpi_type(type);
   if (!in || !out || mt == MPI_DATATYPE_NULL || count > INT32_MAX)
     return ncclInvalidArgument;
-  log_line("all_gather count=%zu type=%d", count, (int)type);
+  fake_log("RAF_FAKE_NCCL_LOG", "all_gather count=%zu type=%d", count,
+           (int)type);
   int rc = MPI_Allgather(in, (int)count, mt, out, (int)count, mt,
                          MPI_COMM_WORLD);
   (void)comm;
