@@ -53,7 +53,8 @@ grep -q 'building the cuda device' "$build/cmake.log" ||
 tests=$(cd test/unit && ls test_*.c | sed 's/\.c$//' | grep -E 'device|gpu|cuda|cublas')
 echo "== build raf-opt, raf-run and the unit tests" >&2
 # shellcheck disable=SC2086
-cmake --build "$build" -j "${JOBS:-2}" --target raf-opt raf-run raf_fake_cuda $tests >&2
+cmake --build "$build" -j "${JOBS:-2}" --target raf-opt raf-run raf_fake_cuda \
+  raf_fake_cublaslt $tests >&2
 
 echo "== stage $stage" >&2
 rm -rf "$(dirname "$stage")"
@@ -63,7 +64,11 @@ for b in raf-opt raf-run $tests; do
 done
 cp "$llvm_bin/FileCheck" "$llvm_bin/not" "$llvm_bin/count" "$stage/bin/"
 strip "$stage"/bin/raf-* "$stage"/bin/test_* "$stage"/bin/FileCheck "$stage"/bin/not "$stage"/bin/count
-cp -L "$build"/fake-cuda/libcuda.so.1 "$stage/bin/fake-cuda/"
+# The fakes of the driver and cuBLASLt, and the PTX of runtime/cuda/*.cu,
+# for the lit tests of the cuda device that need no GPU (%fake-cuda).
+cp -L "$build"/fake-cuda/libcuda.so.1 "$build"/fake-cuda/libcublasLt.so.13 \
+  "$stage/bin/fake-cuda/"
+cp -r "$build/cuda-ptx" "$stage/bin/"
 grep '^RAF_HAVE_' "$build/CMakeCache.txt" > "$stage/bin/CMakeCache.txt"
 
 # The libraries: everything ldd resolves for the binaries except glibc's
