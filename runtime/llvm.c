@@ -43,9 +43,7 @@ typedef struct llvm_state {
 } llvm_state;
 
 static bool wants_llvm(const raf_stmt *s) {
-  const char *d = s->op == RAF_OP_CALL ? raf_stmt_attr_str(s, "dialect")
-                                       : NULL;
-  return d && strcmp(d, "llvm") == 0 &&
+  return s->op == RAF_OP_CALL && raf_stmt_bound_to(s, RAF_DIALECT_LLVM) &&
          raf_dialect_implements_call(RAF_DIALECT_LLVM, s->callee);
 }
 

@@ -74,17 +74,18 @@ raf_rank_blocks raf_rank_blocks_of(const raf_type *t, int64_t axis,
   return b;
 }
 
+size_t raf_collective_sent_bytes(raf_opcode op, size_t whole_bytes,
+                                 int world) {
+  size_t once = whole_bytes * (size_t)(world - 1) / (size_t)world;
+  return op == RAF_OP_ALL_REDUCE ? 2 * once : once;
+}
+
 #ifndef RAF_HAVE_MPI
 
 const char *const raf_mpi_unavailable =
     "this build of raf has no MPI (mpi.h and libmpi were not found when it "
     "was configured; install libopenmpi-dev and openmpi-bin and configure "
     "again)";
-
-static bool wants_mpi(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  return d && strcmp(d, "mpi") == 0;
-}
 
 static raf_status mpi_collective(const raf_kernel *k) {
   return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
@@ -96,7 +97,7 @@ static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   *state = NULL;
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
-      if (wants_mpi(s)) {
+      if (raf_stmt_bound_to(s, RAF_DIALECT_MPI)) {
         raf_diag_report(ctx, s->loc, RAF_SEV_ERROR, "%s: dialect mpi: %s",
                         raf_op_table[s->op].name, raf_mpi_unavailable);
         return RAF_ERROR;
@@ -262,8 +263,8 @@ static bool is_half(raf_dtype dt) { return dt == RAF_F16 || dt == RAF_BF16; }
 
 /* Copies between whole ([outer][N][block]) and rank-major scratch
  * ([N][outer][block]) in the direction `to_scratch` says. */
-static void repack(const raf_rank_blocks *b, int world, char *whole, char *scratch,
-                   bool to_scratch) {
+static void repack(const raf_rank_blocks *b, int world, char *whole,
+                   char *scratch, bool to_scratch) {
   for (int r = 0; r < world; r++)
     for (int64_t o = 0; o < b->outer; o++) {
       char *w = whole + ((size_t)o * (size_t)world + (size_t)r) * b->block;
@@ -462,17 +463,14 @@ static raf_status mpi_collective(const raf_kernel *k) {
   mpi_state *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_MPI);
   int64_t t0 = now_ns();
   int rc;
-  size_t sent;
   if (s->op == RAF_OP_ALL_REDUCE) {
     rc = reduce(k, x->data, y->data, x->type->numel, y->type->numel, false,
                 mean, world, rank);
-    sent = 2 * x->nbytes * (size_t)(world - 1) / (size_t)world;
   } else if (s->op == RAF_OP_REDUCE_SCATTER) {
     if (scratch)
       repack(&b, world, x->data, scratch, true);
     rc = reduce(k, scratch ? scratch : x->data, y->data, x->type->numel,
                 y->type->numel, true, mean, world, rank);
-    sent = x->nbytes * (size_t)(world - 1) / (size_t)world;
   } else { /* all_gather */
     MPI_Datatype type = mpi_type(x->type->dtype);
     rc = MPI_Allgather(x->data, (int)x->type->numel, type,
@@ -480,12 +478,12 @@ static raf_status mpi_collective(const raf_kernel *k) {
                        MPI_COMM_WORLD);
     if (scratch && rc == MPI_SUCCESS)
       repack(&b, world, y->data, scratch, false);
-    sent = y->nbytes * (size_t)(world - 1) / (size_t)world;
   }
   free(scratch);
   if (st) {
     st->stats.calls++;
-    st->stats.bytes += (int64_t)sent;
+    st->stats.bytes +=
+        (int64_t)raf_collective_sent_bytes(s->op, whole->nbytes, world);
     st->stats.ns += now_ns() - t0;
   }
   if (rc == MPI_SUCCESS)

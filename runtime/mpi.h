@@ -54,6 +54,13 @@ typedef struct raf_rank_blocks {
 } raf_rank_blocks;
 raf_rank_blocks raf_rank_blocks_of(const raf_type *whole, int64_t axis,
                                    int world);
+/* The bytes a rank sends for collective op by the ring algorithms'
+ * volume, whole_bytes the size of the tensor that holds every rank's
+ * block (the operand of all_reduce and reduce_scatter, all_gather's
+ * result): all_reduce 2(N-1)/N of it, the others (N-1)/N. What both
+ * dialects count for --print-comm. */
+size_t raf_collective_sent_bytes(raf_opcode op, size_t whole_bytes,
+                                 int world);
 
 /* What the mpi dialect's collectives did in ex since it was made. bytes
  * counts what this rank sends by the ring algorithms' volume (all_reduce

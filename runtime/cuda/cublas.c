@@ -304,11 +304,6 @@ static raf_status cublas_matmul(const raf_kernel *k) {
 
 /* ---- Hooks ---------------------------------------------------------------- */
 
-static bool wants_cublas(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  return d && strcmp(d, "cublas") == 0;
-}
-
 static bool is_attention(const raf_stmt *s) {
   return s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION ||
          s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
@@ -339,7 +334,7 @@ static raf_status cublas_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   bool any = false, attention = false;
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
-      if (wants_cublas(s)) {
+      if (raf_stmt_bound_to(s, RAF_DIALECT_CUBLAS)) {
         any = true;
         attention |= is_attention(s);
       }

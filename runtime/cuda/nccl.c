@@ -106,11 +106,6 @@ static void nccl_release(void *state) {
   free(st);
 }
 
-static bool wants_nccl(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  return d && strcmp(d, "nccl") == 0;
-}
-
 static const char *result_text(const nccl_state *st, ncclResult_t r) {
   const char *t = st->nccl->ncclGetErrorString(r);
   return t ? t : "unknown NCCL error";
@@ -147,7 +142,7 @@ static raf_status nccl_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   bool any = false, many = false;
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
-      if (wants_nccl(s)) {
+      if (raf_stmt_bound_to(s, RAF_DIALECT_NCCL)) {
         any = true;
         many |= raf_stmt_attr_int(s, "world_size") > 1;
       }
@@ -186,8 +181,8 @@ static ncclDataType_t nccl_type(raf_dtype dt) {
 
 /* Copies block `rank` of every outer row of whole ([outer][N][block])
  * to or from part ([outer][block]), on the device's stream. */
-static raf_status copy_block(raf_device *dev, const raf_rank_blocks *b, int world,
-                             int rank, char *whole, char *part,
+static raf_status copy_block(raf_device *dev, const raf_rank_blocks *b,
+                             int world, int rank, char *whole, char *part,
                              bool to_part) {
   for (int64_t o = 0; o < b->outer; o++) {
     char *w = whole + ((size_t)o * (size_t)world + (size_t)rank) * b->block;
@@ -248,13 +243,11 @@ static raf_status nccl_collective(const raf_kernel *k) {
   cudaStream_t stream = raf_device_stream(dev);
   ncclResult_t r = ncclSuccess;
   raf_status rc = raf_cuda_device_make_current(dev);
-  size_t sent = 0;
   if (rc != RAF_OK) {
     /* reported by the device */
   } else if (s->op == RAF_OP_ALL_REDUCE) {
     r = st->nccl->ncclAllReduce(x->data, y->data, (size_t)x->type->numel,
                                 nccl_type(dt), op, st->comm, stream);
-    sent = 2 * x->nbytes * (size_t)(world - 1) / (size_t)world;
   } else if (s->op == RAF_OP_REDUCE_SCATTER) {
     if (scratch)
       rc = repack(dev, &b, world, x->data, scratch, true);
@@ -262,17 +255,16 @@ static raf_status nccl_collective(const raf_kernel *k) {
       r = st->nccl->ncclReduceScatter(scratch ? scratch : x->data, y->data,
                                       (size_t)y->type->numel, nccl_type(dt),
                                       op, st->comm, stream);
-    sent = x->nbytes * (size_t)(world - 1) / (size_t)world;
   } else { /* all_gather: bytes, whatever the dtype */
     r = st->nccl->ncclAllGather(x->data, scratch ? scratch : y->data,
                                 x->nbytes, ncclUint8, st->comm, stream);
     if (r == ncclSuccess && scratch)
       rc = repack(dev, &b, world, y->data, scratch, false);
-    sent = y->nbytes * (size_t)(world - 1) / (size_t)world;
   }
   raf_device_free(dev, scratch); /* after the work queued on it */
   st->stats.calls++;
-  st->stats.bytes += (int64_t)sent;
+  st->stats.bytes +=
+      (int64_t)raf_collective_sent_bytes(s->op, whole->nbytes, world);
   if (r != ncclSuccess)
     return raf_kernel_fail(k, "NCCL: %s", result_text(st, r));
   return rc;

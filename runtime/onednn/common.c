@@ -55,16 +55,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool wants_onednn(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  return d && strcmp(d, "onednn") == 0;
-}
-
 /* The first statement of m annotated with this dialect, or NULL. */
 static const raf_stmt *first_onednn_stmt(const raf_module *m) {
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
-      if (wants_onednn(s))
+      if (raf_stmt_bound_to(s, RAF_DIALECT_ONEDNN))
         return s;
   return NULL;
 }
