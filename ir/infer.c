@@ -628,17 +628,22 @@ raf_status infer_broadcast_to(raf_infer *in) {
   return set_result(in, 0, x->dtype, n, s);
 }
 
-/* The length of Python's range(dim)[b:e:step]: negative indices count from
- * the end, then clamp into the range the step can reach. */
-static int64_t slice_len(int64_t dim, int64_t b, int64_t e, int64_t step) {
+int64_t raf_slice_range(int64_t dim, int64_t b, int64_t e, int64_t step,
+                        int64_t *start) {
   int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
   b = b < 0 ? b + dim : b;
   e = e < 0 ? e + dim : e;
   b = b < lo ? lo : b > hi ? hi : b;
   e = e < lo ? lo : e > hi ? hi : e;
+  *start = b;
   if (step > 0)
     return b < e ? (e - b - 1) / step + 1 : 0;
   return b > e ? (e - b + 1) / step + 1 : 0; /* both negative: no overflow */
+}
+
+static int64_t slice_len(int64_t dim, int64_t b, int64_t e, int64_t step) {
+  int64_t start;
+  return raf_slice_range(dim, b, e, step, &start);
 }
 
 raf_status infer_slice(raf_infer *in) {

@@ -212,6 +212,12 @@ void raf_verify_unreported(raf_ctx *ctx, raf_module *m);
 raf_type *raf_type_get(raf_module *m, raf_dtype dt, int rank,
                        const int64_t *dims);
 raf_type *raf_type_with_dtype(raf_module *m, const raf_type *t, raf_dtype dt);
+/* Python's range(dim)[b:e:step] (step != 0), as slice and slice_grad
+ * take it: negative indices count from the end, then clamp into the range
+ * the step can reach. Returns its length; *start gets its first index
+ * (in [0, dim) whenever the length is positive). */
+int64_t raf_slice_range(int64_t dim, int64_t b, int64_t e, int64_t step,
+                        int64_t *start);
 /* Writes "f32[2,3]" into buf (NUL-terminated, truncated to size). */
 void raf_type_str(const raf_type *t, char *buf, size_t size);
 

@@ -1,6 +1,7 @@
 /* optable.c: the op table and the language's other static facts, expanded
  * from the .def files in lang/. Nothing else in the project lists ops. */
 #include "ir/ir.h"
+#include "ir/epilogue.h"
 
 #include <string.h>
 
@@ -196,6 +197,9 @@ bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee) {
     if (s->op != RAF_OP_RETURN &&
         !raf_dialect_fuses(d, s->op, raf_stmt_key_dtype(s)))
       return false;
+  /* cuBLASLt runs a fused function only as a product and its epilogue. */
+  if (d == RAF_DIALECT_CUBLAS)
+    return raf_epilogue_of_func(callee, NULL);
   return true;
 }
 

@@ -23,6 +23,7 @@ const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT] = {
     [RAF_OP_MATMUL] = no_cublas,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION] = no_cublas,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD] = no_cublas,
+    [RAF_OP_CALL] = no_cublas,
 };
 
 #else

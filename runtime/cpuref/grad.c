@@ -613,16 +613,13 @@ raf_status raf_cpuref_slice_grad(const raf_kernel *k) {
   bool stepped = raf_stmt_attr(k->stmt, "strides", &strides);
   raf_stmt_attr(k->stmt, "begin", &begin);
   raf_stmt_attr(k->stmt, "end", &end);
-  (void)end; /* dy's shape already says how many steps each dim takes */
   slice_job j = {.dy = k->in[0], .dx = k->out[0], .rank = xt->rank};
   int64_t strides_x[RAF_MAX_RANK];
   raf_contiguous_strides(xt, strides_x);
   for (int d = 0; d < xt->rank; d++) {
-    int64_t dim = xt->dims[d], s = stepped ? strides.u.ints.v[d] : 1;
-    int64_t b = begin.u.ints.v[d], lo = s > 0 ? 0 : -1,
-            hi = s > 0 ? dim : dim - 1;
-    b = b < 0 ? b + dim : b;
-    b = b < lo ? lo : b > hi ? hi : b;
+    int64_t s = stepped ? strides.u.ints.v[d] : 1, b;
+    (void)raf_slice_range(xt->dims[d], begin.u.ints.v[d], end.u.ints.v[d], s,
+                          &b);
     j.begin[d] = b * strides_x[d];
     j.step[d] = s * strides_x[d];
   }

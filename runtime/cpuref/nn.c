@@ -4,12 +4,9 @@
  * dropout(x, key) {p}: y = x * (1 / (1 - p)) where element i is kept, else
  * 0. The mask is a pure function of (key, i), so autodiff regenerates it
  * (the gradient is dropout(dy, key) with the same p): element i (C order)
- * draws one Philox 4x32-10 block (runtime/philox.h) with
- *     counter {lo32(i), hi32(i), 0xD50, 0}, key {lo32(key), hi32(key)}
- * (key as uint64; 0xD50 is dropout's stream, apart from raf-run's init
- * streams, which are argument indices), takes u = raf_philox_uniform(word 0)
- * (the top 24 bits / 2^24, in [0, 1)) and keeps the element iff u >= p
- * (compared in double). The scale 1 / (1 - p) is computed in double and
+ * is kept by raf_dropout_keeps (runtime/philox.h: one Philox 4x32-10 block
+ * on dropout's stream; kept iff its uniform is at least p), which the cuda
+ * dialect's kernel shares. The scale 1 / (1 - p) is computed in double and
  * rounded to the working type. p = 0 is the identity (a copy).
  *
  * conv2d(x, w) {stride, padding, dilation, groups}: x [N, C, H, W],
@@ -78,14 +75,12 @@ static void valid_range(int64_t off, int64_t stride, int64_t n, int64_t nout,
 
 /* ---- dropout -------------------------------------------------------------- */
 
-enum { DROPOUT_STREAM = 0xD50 };
-
 typedef struct dropout_job {
   const raf_tensor *x;
   raf_tensor *y;
   raf_dtype work;
   double p, scale;
-  uint32_t key[2];
+  uint64_t key;
 } dropout_job;
 
 #define DROPOUT_APPLY(T)                                                       \
@@ -103,14 +98,8 @@ static void dropout_range(void *data, int64_t begin, int64_t end) {
   bool keep[CHUNK];
   for (int64_t b = begin; b < end; b += CHUNK) {
     int64_t n = min64(CHUNK, end - b);
-    for (int64_t e = 0; e < n; e++) {
-      uint64_t i = (uint64_t)(b + e);
-      const uint32_t ctr[4] = {(uint32_t)i, (uint32_t)(i >> 32),
-                               DROPOUT_STREAM, 0};
-      uint32_t w[4];
-      raf_philox4x32_10(ctr, j->key, w);
-      keep[e] = (double)raf_philox_uniform(w[0]) >= j->p;
-    }
+    for (int64_t e = 0; e < n; e++)
+      keep[e] = raf_dropout_keeps((uint64_t)(b + e), j->key, j->p);
     raf_elem_convert(j->work, buf, dt, (const char *)j->x->data + b * size, n);
     if (j->work == RAF_F64)
       DROPOUT_APPLY(double);
@@ -132,7 +121,7 @@ raf_status raf_cpuref_dropout(const raf_kernel *k) {
                    .work = raf_cpuref_work_dtype(k->in[0]->type->dtype),
                    .p = p,
                    .scale = 1.0 / (1.0 - p),
-                   .key = {(uint32_t)key, (uint32_t)(key >> 32)}};
+                   .key = key};
   raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK * 4, dropout_range,
                       &j);
   return RAF_OK;

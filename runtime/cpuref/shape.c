@@ -328,14 +328,7 @@ raf_status raf_cpuref_slice(const raf_kernel *k) {
     int64_t dim = x->dims[d], step = s ? s[d] : 1;
     if (step == 0)
       return raf_kernel_fail(k, "strides must be nonzero");
-    /* As slice_len in ir/infer.c. */
-    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
-    int64_t bd = b[d] < 0 ? b[d] + dim : b[d];
-    int64_t ed = e[d] < 0 ? e[d] + dim : e[d];
-    bd = bd < lo ? lo : bd > hi ? hi : bd;
-    ed = ed < lo ? lo : ed > hi ? hi : ed;
-    int64_t len = step > 0 ? (bd < ed ? (ed - bd - 1) / step + 1 : 0)
-                           : (bd > ed ? (ed - bd + 1) / step + 1 : 0);
+    int64_t bd, len = raf_slice_range(dim, b[d], e[d], step, &bd);
     dims[d] = j.dims[d] = len;
     /* With len > 1, |step| < dim, so the product cannot overflow. */
     j.strides[d] = len > 1 ? step * xs[d] : 0;

@@ -21,6 +21,7 @@
  * Never run on a GPU yet: written against cublasLt.h, its mapping checked
  * on the host (test/unit/test_cublas_map.c).
  */
+#include "ir/epilogue.h"
 #include "runtime/cuda/cublas_internal.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/dialects.h"
@@ -79,6 +80,40 @@ static cublasStatus_t layout(cublas_state *st, cublasLtMatrixLayout_t *out,
   return s;
 }
 
+static bool epilogue_has_aux(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
+}
+
+static bool epilogue_has_bias(uint32_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADA;
+}
+
+/* The epilogue of sh on desc. The heuristic reads the bias and aux
+ * pointers only for their alignment, so they are set here to a stand-in
+ * with the buffers' alignment; each run sets the real ones. */
+static cublasStatus_t set_epilogue(cublas_state *st, cublasLtMatmulDesc_t desc,
+                                   const lt_shape *sh) {
+  const raf_cublaslt *lt = st->lt;
+  cublasLtEpilogue_t e = (cublasLtEpilogue_t)sh->epilogue;
+  const void *aligned = (const void *)(uintptr_t)RAF_CUBLAS_BUFFER_ALIGN;
+  cublasStatus_t s = lt->cublasLtMatmulDescSetAttribute(
+      desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e);
+  if (s == CUBLAS_STATUS_SUCCESS && epilogue_has_bias(sh->epilogue))
+    s = lt->cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &aligned, sizeof aligned);
+  if (s == CUBLAS_STATUS_SUCCESS && epilogue_has_aux(sh->epilogue))
+    s = lt->cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aligned,
+        sizeof aligned);
+  if (s == CUBLAS_STATUS_SUCCESS && epilogue_has_aux(sh->epilogue))
+    s = lt->cublasLtMatmulDescSetAttribute(
+        desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &sh->aux_ld,
+        sizeof sh->aux_ld);
+  return s;
+}
+
 /* A new plan for shape: descriptors and the heuristic's algorithm. */
 static lt_plan *plan_make(cublas_state *st, const raf_kernel *k,
                           const lt_shape *sh) {
@@ -106,6 +141,8 @@ static lt_plan *plan_make(cublas_state *st, const raf_kernel *k,
   if (s == CUBLAS_STATUS_SUCCESS)
     s = lt->cublasLtMatmulDescSetAttribute(
         p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+  if (s == CUBLAS_STATUS_SUCCESS && sh->epilogue)
+    s = set_epilogue(st, p->desc, sh);
   if (s == CUBLAS_STATUS_SUCCESS) {
     what = "cublasLtMatrixLayoutCreate";
     s = layout(st, &p->a, sh->ab, sh->a_rows, sh->a_cols, sh->lda, sh->batch,
@@ -180,19 +217,48 @@ lt_plan *cublas_plan(cublas_state *st, const raf_kernel *k,
   return p;
 }
 
-raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
-                      const void *a, const void *b, void *d, float alpha,
-                      float beta) {
+/* The pointers of one product: D = epilogue(alpha op(A) op(B) + beta C),
+ * with the epilogue's bias (or bias gradient) and aux matrix when its plan
+ * has them. */
+typedef struct lt_args {
+  const void *a, *b, *c;
+  void *d;
+  float alpha, beta;
+  const void *bias, *aux;
+} lt_args;
+
+static raf_status run_product(cublas_state *st, const raf_kernel *k,
+                              const lt_plan *p, const lt_args *x) {
   /* cuBLASLt runs in the context current on the calling thread, which may
    * be any of the executor's. */
   if (raf_cuda_device_make_current(st->dev) != RAF_OK)
     return RAF_ERROR;
+  const raf_cublaslt *lt = st->lt;
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  /* Statements run one at a time, so a plan shared by several epilogue
+   * calls of one shape can take each one's pointers in turn. */
+  if (epilogue_has_bias(p->shape.epilogue))
+    s = lt->cublasLtMatmulDescSetAttribute(
+        p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &x->bias, sizeof x->bias);
+  if (s == CUBLAS_STATUS_SUCCESS && epilogue_has_aux(p->shape.epilogue))
+    s = lt->cublasLtMatmulDescSetAttribute(
+        p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &x->aux,
+        sizeof x->aux);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return fail(st, k, "cublasLtMatmulDescSetAttribute", s);
   cudaStream_t stream = (cudaStream_t)raf_device_stream(st->dev);
-  cublasStatus_t s = st->lt->cublasLtMatmul(
-      st->handle, p->desc, &alpha, a, p->a, b, p->b, &beta, d, p->c, d, p->c,
-      &p->algo, st->workspace, RAF_CUBLAS_WORKSPACE, stream);
+  s = lt->cublasLtMatmul(st->handle, p->desc, &x->alpha, x->a, p->a, x->b,
+                         p->b, &x->beta, x->c, p->c, x->d, p->c, &p->algo,
+                         st->workspace, RAF_CUBLAS_WORKSPACE, stream);
   return s == CUBLAS_STATUS_SUCCESS ? RAF_OK
                                     : fail(st, k, "cublasLtMatmul", s);
+}
+
+raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
+                      const void *a, const void *b, void *d, float alpha,
+                      float beta) {
+  lt_args x = {.a = a, .b = b, .c = d, .d = d, .alpha = alpha, .beta = beta};
+  return run_product(st, k, p, &x);
 }
 
 /* The cache key of one strided batch of map: dtypes ab (A and B) and c,
@@ -302,6 +368,106 @@ static raf_status cublas_matmul(const raf_kernel *k) {
   return RAF_OK;
 }
 
+/* ---- Epilogues ------------------------------------------------------------ */
+
+/* What bind prepares for a call of a product with its epilogue
+ * (ir/epilogue.h): the product's plan key, and where each matrix is among
+ * the call's operands (in) and results (out); -1 where it has none. */
+typedef struct epi_bound {
+  mm_bound mm; /* first: cublas_state_of reads its st */
+  int a, b, bias, residual, aux_in; /* operands */
+  int out, aux_out, bias_grad;      /* results */
+} epi_bound;
+
+/* The index of callee value v among its arguments, or -1. */
+static int arg_index(const raf_value *v) { return v && !v->def ? v->index : -1; }
+
+/* The index of callee value v among what its return reads, or -1. */
+static int result_index(const raf_func *f, const raf_value *v) {
+  const raf_stmt *ret = f->last;
+  for (int i = 0; v && ret && ret->op == RAF_OP_RETURN && i < ret->noperands;
+       i++)
+    if (ret->operands[i].value == v)
+      return i;
+  return -1;
+}
+
+static uint32_t epilogue_of(const raf_epilogue *e) {
+  if (e->kind == RAF_EPILOGUE_DGELU)
+    return CUBLASLT_EPILOGUE_DGELU;
+  if (e->kind == RAF_EPILOGUE_BIAS_GRAD)
+    return CUBLASLT_EPILOGUE_BGRADA;
+  if (e->gelu && e->aux)
+    return e->bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                   : CUBLASLT_EPILOGUE_GELU_AUX;
+  if (e->gelu)
+    return e->bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  return e->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/* Fills bd for call s, whose callee has an epilogue form; false declines
+ * the call (it then runs statement by statement): a product that is not
+ * one GEMM (a batch), an aux matrix whose leading dimension cuBLASLt
+ * refuses (a multiple of 8), or a plan the heuristic has none for. */
+static bool epi_bind(cublas_state *st, const raf_stmt *s, epi_bound *bd) {
+  raf_epilogue e;
+  if (!raf_epilogue_of_func(s->callee, &e))
+    return false;
+  const raf_stmt *mm = e.matmul;
+  raf_gemm_map *map = &bd->mm.map;
+  lt_shape *sh = &bd->mm.shape;
+  if (!mm_shape(mm->operands[0].value->type, mm->operands[1].value->type,
+                mm->results[0]->type, raf_stmt_attr_bool(mm, "transpose_a"),
+                raf_stmt_attr_bool(mm, "transpose_b"), map, sh) ||
+      map->empty || map->zero || map->batch != 1 || map->outer != 1)
+    return false;
+  sh->epilogue = epilogue_of(&e);
+  if (epilogue_has_aux(sh->epilogue)) {
+    sh->aux_ld = map->ldc;
+    if (sh->aux_ld % 8 != 0)
+      return false;
+  }
+  const raf_func *f = s->callee;
+  bd->a = arg_index(mm->operands[0].value);
+  bd->b = arg_index(mm->operands[1].value);
+  bd->bias = arg_index(e.bias);
+  bd->residual = arg_index(e.residual);
+  bd->out = result_index(f, e.out);
+  bd->bias_grad = result_index(f, e.bias_grad);
+  bd->aux_in = e.kind == RAF_EPILOGUE_DGELU ? arg_index(e.aux) : -1;
+  bd->aux_out = e.kind == RAF_EPILOGUE_FORWARD ? result_index(f, e.aux) : -1;
+  bool complete = bd->a >= 0 && bd->b >= 0 && bd->out >= 0 &&
+                  (!e.bias || bd->bias >= 0) &&
+                  (!e.residual || bd->residual >= 0) &&
+                  (!e.bias_grad || bd->bias_grad >= 0) &&
+                  (!e.aux || bd->aux_in >= 0 || bd->aux_out >= 0);
+  return complete && cublas_plan(st, NULL, sh) != NULL;
+}
+
+static raf_status cublas_call(const raf_kernel *k) {
+  const epi_bound *bd = k->bound;
+  if (!bd || !bd->mm.st)
+    return raf_kernel_fail(k, "cublas: the dialect was not prepared");
+  cublas_state *st = bd->mm.st;
+  const lt_plan *p = cublas_plan(st, k, &bd->mm.shape);
+  if (!p)
+    return RAF_ERROR;
+  /* cuBLASLt's A is raf's b, its B raf's a; C is the residual (beta 1). */
+  lt_args x = {.a = k->in[bd->b]->data,
+               .b = k->in[bd->a]->data,
+               .d = k->out[bd->out]->data,
+               .alpha = 1.0f};
+  x.c = bd->residual >= 0 ? k->in[bd->residual]->data : x.d;
+  x.beta = bd->residual >= 0 ? 1.0f : 0.0f;
+  x.bias = bd->bias >= 0        ? k->in[bd->bias]->data
+           : bd->bias_grad >= 0 ? k->out[bd->bias_grad]->data
+                                : NULL;
+  x.aux = bd->aux_in >= 0    ? k->in[bd->aux_in]->data
+          : bd->aux_out >= 0 ? k->out[bd->aux_out]->data
+                             : NULL;
+  return run_product(st, k, p, &x);
+}
+
 /* ---- Hooks ---------------------------------------------------------------- */
 
 static bool is_attention(const raf_stmt *s) {
@@ -392,6 +558,14 @@ static const void *cublas_bind(void *state, const raf_stmt *s) {
     st->bound = grown;
     st->cap_bound = cap;
   }
+  if (s->op == RAF_OP_CALL) {
+    epi_bound *eb = calloc(1, sizeof *eb);
+    if (!eb)
+      return NULL;
+    eb->mm.st = st;
+    st->bound[st->nbound++] = eb;
+    return epi_bind(st, s, eb) ? eb : NULL;
+  }
   mm_bound *bd = calloc(1, sizeof *bd);
   if (!bd)
     return NULL;
@@ -423,4 +597,5 @@ const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT] = {
     [RAF_OP_MATMUL] = cublas_matmul,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION] = cublas_attention,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD] = cublas_attention_grad,
+    [RAF_OP_CALL] = cublas_call,
 };

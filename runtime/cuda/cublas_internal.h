@@ -25,6 +25,11 @@ typedef struct lt_shape {
    * buffers' 64, less where batch strides or offsets break it): the
    * heuristic picks only algorithms that need no more. */
   uint32_t align;
+  /* The epilogue (cublasLtEpilogue_t; 0 for none, a plain product) and,
+   * for those with an aux matrix (GELU's input), its leading dimension:
+   * D's. */
+  uint32_t epilogue;
+  int64_t aux_ld;
 } lt_shape;
 
 /* The buffers' alignment: raf_device_alloc's and the memory plan's

@@ -7,7 +7,10 @@
  * kernel strides over its work, so any grid covers it.
  */
 #include "runtime/cuda/kernels.h"
+#include "runtime/philox.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 /* dst[i] = value for i in [0, n): the fill of a buffer of f32. */
@@ -146,3 +149,24 @@ extern "C" __global__ void raf_layer_norm_grad_params_f32(
     dbeta[e] = (float)db;
   }
 }
+
+/* ---- dropout -------------------------------------------------------------- */
+
+/* y = x * scale where raf_dropout_keeps(i, *key, p), else 0, for x, y [n]:
+ * cpu-ref's mask (the same inline Philox), and its arithmetic (the
+ * product in float, rounded once to the element type). The key is read
+ * from the device, where the executor keeps it. */
+#define RAF_DROPOUT_KERNEL(NAME, T, LOAD, STORE)                               \
+  extern "C" __global__ void NAME(T *y, const T *x, const int64_t *key,       \
+                                  int64_t n, double p, float scale) {          \
+    uint64_t k = (uint64_t)*key;                                               \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;  \
+         i += (int64_t)gridDim.x * blockDim.x)                                 \
+      y[i] = STORE(raf_dropout_keeps((uint64_t)i, k, p) ? LOAD(x[i]) * scale  \
+                                                        : 0.0f);               \
+  }
+#define RAF_SAME(v) (v)
+RAF_DROPOUT_KERNEL(raf_dropout_f32, float, RAF_SAME, RAF_SAME)
+RAF_DROPOUT_KERNEL(raf_dropout_bf16, __nv_bfloat16, __bfloat162float,
+                   __float2bfloat16_rn)
+RAF_DROPOUT_KERNEL(raf_dropout_f16, __half, __half2float, __float2half_rn)

@@ -12,7 +12,8 @@
  * dst[dst_off + sum_d idx_d * dst_strides[d]], strides in elements. It
  * expresses transpose (dst contiguous, src strides permuted), and each
  * operand of concat and result of split (a block of the larger tensor at
- * an offset along the axis). Every destination element is written by one
+ * an offset along the axis), and slice and slice_grad (a stepped window
+ * of the larger tensor). Every destination element is written by one
  * thread from one source element, so results are exact and deterministic.
  */
 #ifndef RAF_CUDA_KERNELS_H
@@ -96,6 +97,13 @@ bool raf_move_transpose(const int64_t *src_dims, int rank, const int *perm,
 bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
                     int rank, int axis, int64_t at, bool into_whole,
                     raf_move *m);
+/* The strided copy between a slice (C order, part_dims) and the whole it
+ * was cut from (C order, whole_dims): along dim d the slice takes step[d]
+ * from start[d] (raf_slice_range's). Whole into part (slice) or part into
+ * whole (slice_grad, over zeros). false when rank is out of range. */
+bool raf_move_slice(const int64_t *part_dims, const int64_t *whole_dims,
+                    int rank, const int64_t *start, const int64_t *step,
+                    bool into_whole, raf_move *m);
 #endif
 
 #endif

@@ -1,8 +1,9 @@
-/* movement.c: the cuda dialect's kernels for the data movement ops that
- * codegen does not lower: transpose, concat and split (strided copies,
+/* movement.c: the cuda dialect's kernels for the ops that codegen does not
+ * lower: transpose, concat, split, slice and slice_grad (strided copies,
  * kernels.h's raf_move), take and take_grad (an embedding's gather and
- * its deterministic scatter-add), f32 argmax and f32 layer_norm_grad, launched from the hand-written PTX of
- * kernels.cu (raf_cuda_embedded_ptx("kernels")).
+ * its deterministic scatter-add), f32 argmax, f32 layer_norm_grad and
+ * dropout (cpu-ref's Philox mask, runtime/philox.h), launched from the
+ * hand-written PTX of kernels.cu (raf_cuda_embedded_ptx("kernels")).
  *
  * The kernels are queued on the device's stream like codegen's; each
  * launch looks its function up in the module the cuda dialect loaded at
@@ -68,6 +69,33 @@ bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
   memcpy(into_whole ? m->dst_strides : m->src_strides, whole,
          sizeof whole[0] * (size_t)rank);
   *(into_whole ? &m->dst_off : &m->src_off) = at * whole[axis];
+  return true;
+}
+
+bool raf_move_slice(const int64_t *part_dims, const int64_t *whole_dims,
+                    int rank, const int64_t *start, const int64_t *step,
+                    bool into_whole, raf_move *m) {
+  memset(m, 0, sizeof *m);
+  if (rank > RAF_MOVE_MAX_RANK || rank < 0)
+    return false;
+  int64_t part[RAF_MOVE_MAX_RANK], whole[RAF_MOVE_MAX_RANK], off = 0;
+  contiguous(part_dims, rank, part);
+  contiguous(whole_dims, rank, whole);
+  m->rank = rank;
+  m->n = 1;
+  for (int d = 0; d < rank; d++) {
+    m->dims[d] = part_dims[d];
+    m->n *= part_dims[d];
+    off += start[d] * whole[d];
+    whole[d] *= step[d];
+  }
+  if (m->n == 0)
+    return true; /* nothing to copy; start may be past the end */
+  memcpy(into_whole ? m->src_strides : m->dst_strides, part,
+         sizeof part[0] * (size_t)rank);
+  memcpy(into_whole ? m->dst_strides : m->src_strides, whole,
+         sizeof whole[0] * (size_t)rank);
+  *(into_whole ? &m->dst_off : &m->src_off) = off;
   return true;
 }
 
@@ -155,6 +183,42 @@ static raf_status blocks(const raf_kernel *k, bool into_whole) {
 
 raf_status raf_cuda_concat(const raf_kernel *k) { return blocks(k, true); }
 raf_status raf_cuda_split(const raf_kernel *k) { return blocks(k, false); }
+
+/* slice (whole = the operand) and slice_grad (whole = the result, zeros
+ * first): the window of begin, end and strides, as raf_slice_range reads
+ * them. */
+static raf_status window(const raf_kernel *k, bool into_whole) {
+  const raf_tensor *whole = into_whole ? k->out[0] : k->in[0];
+  const raf_tensor *part = into_whole ? k->in[0] : k->out[0];
+  int rank = whole->type->rank;
+  raf_attr_value begin, end, strides;
+  bool stepped = raf_stmt_attr(k->stmt, "strides", &strides);
+  if (!raf_stmt_attr(k->stmt, "begin", &begin) ||
+      !raf_stmt_attr(k->stmt, "end", &end) || begin.u.ints.n != rank ||
+      end.u.ints.n != rank || (stepped && strides.u.ints.n != rank))
+    return raf_kernel_fail(k, "begin, end and strides need %d entries", rank);
+  int64_t start[RAF_MAX_RANK], step[RAF_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    step[d] = stepped ? strides.u.ints.v[d] : 1;
+    if (step[d] == 0)
+      return raf_kernel_fail(k, "strides must be nonzero");
+    (void)raf_slice_range(whole->type->dims[d], begin.u.ints.v[d],
+                          end.u.ints.v[d], step[d], &start[d]);
+  }
+  raf_move m;
+  if (!raf_move_slice(part->type->dims, whole->type->dims, rank, start, step,
+                      into_whole, &m))
+    return raf_kernel_fail(k, "rank %d is above the kernel's %d", rank,
+                           RAF_MOVE_MAX_RANK);
+  if (into_whole &&
+      raf_device_memset(raf_exec_device(k->ex), k->out[0]->data, 0,
+                        k->out[0]->nbytes) != RAF_OK)
+    return RAF_ERROR;
+  return move(k, k->out[0]->data, k->in[0]->data, &m);
+}
+
+raf_status raf_cuda_slice(const raf_kernel *k) { return window(k, false); }
+raf_status raf_cuda_slice_grad(const raf_kernel *k) { return window(k, true); }
 
 /* The indices on the host, checked as cpu-ref checks them (in [-dim,
  * dim)); RAF_ERROR reported at the statement. */
@@ -306,4 +370,22 @@ raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
     rc = launch(k, "raf_layer_norm_grad_params_f32", cover(n), col_params);
   raf_device_free(dev, stats); /* after the queued launches */
   return rc;
+}
+
+/* dropout: p = 0 is a copy; else kernels.cu's mask and scale, the key
+ * read on the device. */
+raf_status raf_cuda_dropout(const raf_kernel *k) {
+  double p = raf_stmt_attr_float(k->stmt, "p");
+  raf_device *dev = raf_exec_device(k->ex);
+  int64_t n = k->out[0]->type->numel;
+  if (p == 0 || n == 0)
+    return raf_device_copy(dev, k->out[0]->data, k->in[0]->data,
+                           k->out[0]->nbytes, RAF_COPY_DEVICE_TO_DEVICE);
+  char name[32];
+  snprintf(name, sizeof name, "raf_dropout_%s",
+           raf_dtype_name(k->in[0]->type->dtype));
+  void *y = k->out[0]->data, *x = k->in[0]->data, *key = k->in[1]->data;
+  float scale = (float)(1.0 / (1.0 - p));
+  void *params[] = {&y, &x, &key, &n, &p, &scale};
+  return launch(k, name, cover(n), params);
 }

@@ -13,10 +13,13 @@
 raf_status raf_cuda_transpose(const raf_kernel *k);
 raf_status raf_cuda_concat(const raf_kernel *k);
 raf_status raf_cuda_split(const raf_kernel *k);
+raf_status raf_cuda_slice(const raf_kernel *k);
+raf_status raf_cuda_slice_grad(const raf_kernel *k);
 raf_status raf_cuda_take(const raf_kernel *k);
 raf_status raf_cuda_take_grad(const raf_kernel *k);
 raf_status raf_cuda_argmax(const raf_kernel *k);
 raf_status raf_cuda_layer_norm_grad(const raf_kernel *k);
+raf_status raf_cuda_dropout(const raf_kernel *k);
 
 /* The module of kernels.cu the cuda dialect loaded for k's executor
  * (owned by the dialect's state), or NULL (cuda_dialect.c). */

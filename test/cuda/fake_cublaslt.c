@@ -16,9 +16,16 @@
  * not computed (a GPT-2 124M step on the fake driver, which runs no
  * kernels either). f16 is refused (CUBLAS_STATUS_NOT_SUPPORTED).
  *
+ * The epilogues raf uses are computed too, as cublasLt.h defines them:
+ * bias, GELU (PyTorch's tanh form) with or without bias and aux output,
+ * DGELU against the aux input, and BGRADA (op(A) summed over k); their
+ * pointers must be device memory and the aux leading dimension at least m
+ * and a multiple of 8.
+ *
  *   RAF_FAKE_CUBLASLT_LOG=file   a line per matmul appended to file:
  *                                "matmul m=M n=N k=K batch=B ta=0|1
  *                                tb=0|1 type=f32|bf16 computed|checked"
+ *                                and " epilogue=NAME" unless the default
  *
  * Built as libcublasLt.so.13 in the build tree's fake-cuda/ (CMakeLists.txt);
  * tests reach it through LD_LIBRARY_PATH or RAF_CUBLASLT.
@@ -27,6 +34,7 @@
 
 #include <cublasLt.h>
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +46,9 @@ enum { MAGIC = 0x6c74 };
 typedef struct fake_desc {
   int magic;
   cublasOperation_t ta, tb;
+  cublasLtEpilogue_t epilogue;
+  void *bias, *aux; /* the epilogue's vector and matrix */
+  int64_t aux_ld;
 } fake_desc;
 
 typedef struct fake_layout {
@@ -54,6 +65,56 @@ typedef struct fake_pref {
 } fake_pref;
 
 static int handle_token;
+
+/* The epilogues raf asks for, by the names of the log; NULL for others. */
+static const char *epilogue_name(cublasLtEpilogue_t e) {
+  switch (e) {
+  case CUBLASLT_EPILOGUE_DEFAULT: return "default";
+  case CUBLASLT_EPILOGUE_BIAS: return "bias";
+  case CUBLASLT_EPILOGUE_GELU: return "gelu";
+  case CUBLASLT_EPILOGUE_GELU_AUX: return "gelu_aux";
+  case CUBLASLT_EPILOGUE_GELU_BIAS: return "gelu_bias";
+  case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: return "gelu_aux_bias";
+  case CUBLASLT_EPILOGUE_DGELU: return "dgelu";
+  case CUBLASLT_EPILOGUE_BGRADA: return "bgrada";
+  default: return NULL;
+  }
+}
+
+static int has_bias(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_BGRADA;
+}
+
+static int has_aux(cublasLtEpilogue_t e) {
+  return e == CUBLASLT_EPILOGUE_GELU_AUX ||
+         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU;
+}
+
+/* What cuBLASLt requires of an epilogue's attributes, for a product of m
+ * rows in `batch` batches: a bias or aux pointer where it has one, an aux
+ * leading dimension of at least m and a multiple of 8, and (as raf uses
+ * them) no batch. */
+static int epilogue_valid(const fake_desc *d, uint64_t m, int32_t batch) {
+  if (d->epilogue == CUBLASLT_EPILOGUE_DEFAULT)
+    return 1;
+  return batch == 1 && (!has_bias(d->epilogue) || d->bias) &&
+         (!has_aux(d->epilogue) ||
+          (d->aux && d->aux_ld >= (int64_t)m && d->aux_ld % 8 == 0));
+}
+
+/* PyTorch's tanh approximation of GELU, and its derivative. */
+static float gelu(float x) {
+  const float k = 0.7978845608f; /* sqrt(2 / pi) */
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+static float dgelu(float x) {
+  const float k = 0.7978845608f;
+  float t = tanhf(k * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+}
 
 
 size_t cublasLtGetVersion(void) { return 130000; }
@@ -91,6 +152,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
   if (!d)
     return CUBLAS_STATUS_ALLOC_FAILED;
   d->magic = MAGIC;
+  d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   *desc = (cublasLtMatmulDesc_t)d;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -114,6 +176,22 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(
     if (op != CUBLAS_OP_N && op != CUBLAS_OP_T)
       return CUBLAS_STATUS_INVALID_VALUE;
     *(attr == CUBLASLT_MATMUL_DESC_TRANSA ? &d->ta : &d->tb) = op;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE && bytes == sizeof(uint32_t)) {
+    memcpy(&d->epilogue, buf, bytes);
+    return epilogue_name(d->epilogue) ? CUBLAS_STATUS_SUCCESS
+                                      : CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if ((attr == CUBLASLT_MATMUL_DESC_BIAS_POINTER ||
+       attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER) &&
+      bytes == sizeof(void *)) {
+    memcpy(attr == CUBLASLT_MATMUL_DESC_BIAS_POINTER ? &d->bias : &d->aux, buf,
+           bytes);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attr == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD && bytes == sizeof(int64_t)) {
+    memcpy(&d->aux_ld, buf, bytes);
     return CUBLAS_STATUS_SUCCESS;
   }
   return CUBLAS_STATUS_NOT_SUPPORTED; /* what raf does not set */
@@ -214,7 +292,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   *found = 0;
   if (handle != (cublasLtHandle_t)&handle_token || !dd || !la || !lb ||
       !lc || !pref || requested < 1 || c != d ||
-      !shapes_agree(dd, la, lb, lc, &m, &n, &k))
+      !shapes_agree(dd, la, lb, lc, &m, &n, &k) ||
+      !epilogue_valid(dd, m, lc->batch))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF)
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -263,19 +342,27 @@ cublasStatus_t cublasLtMatmul(
   if (handle != (cublasLtHandle_t)&handle_token || !algo || !dd || !la ||
       !lb || !lc || c != d || !ha || !hb || !hc || !hd || !alpha || !beta ||
       (workspace_bytes && !fake_host_of(workspace)) ||
-      !shapes_agree(dd, la, lb, lc, &m, &n, &k))
+      !shapes_agree(dd, la, lb, lc, &m, &n, &k) ||
+      !epilogue_valid(dd, m, lc->batch))
     return CUBLAS_STATUS_INVALID_VALUE;
+  cublasLtEpilogue_t e = dd->epilogue;
+  void *bias = has_bias(e) ? fake_host_of(dd->bias) : NULL;
+  void *aux = has_aux(e) ? fake_host_of(dd->aux) : NULL;
+  if ((has_bias(e) && !bias) || (has_aux(e) && !aux))
+    return CUBLAS_STATUS_INVALID_VALUE; /* not device memory */
   if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const char *limit = getenv("RAF_FAKE_CUBLASLT_MAX_MACS");
   double macs = (double)m * (double)n * (double)k * lc->batch;
   int compute = macs <= (limit && *limit ? atof(limit) : (double)(1 << 26));
   fake_log("RAF_FAKE_CUBLASLT_LOG",
-           "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s",
+           "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s%s%s",
            (unsigned long long)m, (unsigned long long)n,
            (unsigned long long)k, lc->batch, dd->ta == CUBLAS_OP_T,
            dd->tb == CUBLAS_OP_T, la->type == CUDA_R_32F ? "f32" : "bf16",
-           compute ? "computed" : "checked");
+           compute ? "computed" : "checked",
+           e == CUBLASLT_EPILOGUE_DEFAULT ? "" : " epilogue=",
+           e == CUBLASLT_EPILOGUE_DEFAULT ? "" : epilogue_name(e));
   float al, be;
   memcpy(&al, alpha, sizeof al);
   memcpy(&be, beta, sizeof be);
@@ -294,7 +381,27 @@ cublasStatus_t cublasLtMatmul(
         }
         int64_t ci = q * lc->stride + (int64_t)(i + j * lc->ld);
         float prior = be != 0.0f ? load(lc->type, hc, ci) : 0.0f;
-        store(lc->type, hd, ci, al * acc + be * prior);
+        float x = al * acc + be * prior;
+        int64_t xi = (int64_t)(i + j * dd->aux_ld);
+        if (has_bias(e) && e != CUBLASLT_EPILOGUE_BGRADA)
+          x += load(lc->type, bias, (int64_t)i);
+        if (has_aux(e) && e != CUBLASLT_EPILOGUE_DGELU)
+          store(lc->type, aux, xi, x); /* GELU's input */
+        if (e == CUBLASLT_EPILOGUE_DGELU)
+          x *= dgelu(load(lc->type, aux, xi));
+        else if (e != CUBLASLT_EPILOGUE_DEFAULT && e != CUBLASLT_EPILOGUE_BIAS &&
+                 e != CUBLASLT_EPILOGUE_BGRADA)
+          x = gelu(x);
+        store(lc->type, hd, ci, x);
       }
+  /* The bias gradient of A: op(A) [m, k] summed over k. */
+  for (uint64_t i = 0; compute && e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++) {
+    float sum = 0.0f;
+    for (uint64_t p = 0; p < k; p++)
+      sum += load(la->type, ha,
+                  dd->ta == CUBLAS_OP_N ? (int64_t)(i + p * la->ld)
+                                        : (int64_t)(p + i * la->ld));
+    store(lc->type, bias, (int64_t)i, sum);
+  }
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -1,6 +1,7 @@
 /* test_cuda_move.c: the arithmetic of the cuda dialect's hand-written
  * data movement kernels (runtime/cuda/kernels.h), run on the CPU: the
- * strided copies movement.c describes for transpose, concat and split
+ * strided copies movement.c describes for transpose, concat, split,
+ * slice and slice_grad
  * produce NumPy's results, and take_grad's row ownership sums exactly the
  * dy rows a scatter-add would, each once, and argmax's row scan follows
  * cpu-ref's rule. The GPU runs the same inline
@@ -14,6 +15,7 @@ int main(void) {
   return 77;
 }
 #else
+#include "ir/ir.h"
 #include "runtime/cuda/kernels.h"
 
 #include <string.h>
@@ -124,7 +126,38 @@ static void test_argmax_row(void) {
   CHECK(raf_argmax_row_f32(ties, 1, 1) == 0);
 }
 
+static void test_slice(void) {
+  /* x: [4,5] = 0..19; x[3:-5:-1, 1:100:2] is [4,2], y[i,j] = x[3-i, 1+2j],
+   * the windows raf_slice_range reads as cpu-ref does. */
+  float x[20], y[8], back[20];
+  for (int i = 0; i < 20; i++)
+    x[i] = (float)i;
+  int64_t xd[] = {4, 5}, yd[2], start[2], step[] = {-1, 2};
+  yd[0] = raf_slice_range(4, 3, -5, -1, &start[0]);
+  yd[1] = raf_slice_range(5, 1, 100, 2, &start[1]);
+  CHECK(yd[0] == 4 && yd[1] == 2 && start[0] == 3 && start[1] == 1);
+  raf_move m;
+  CHECK(raf_move_slice(yd, xd, 2, start, step, false, &m));
+  CHECK(m.n == 8);
+  run(&m, y, x);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 2; j++)
+      CHECK(y[i * 2 + j] == x[(3 - i) * 5 + 1 + 2 * j]);
+  /* slice_grad: y back into zeros where the slice read it. */
+  memset(back, 0, sizeof back);
+  CHECK(raf_move_slice(yd, xd, 2, start, step, true, &m));
+  run(&m, back, y);
+  for (int i = 0; i < 20; i++)
+    CHECK(back[i] == (i % 5 == 1 || i % 5 == 3 ? x[i] : 0.0f));
+  /* An empty window copies nothing, wherever it starts. */
+  int64_t ed[] = {0, 2};
+  ed[0] = raf_slice_range(4, 9, 12, 1, &start[0]);
+  CHECK(ed[0] == 0 && raf_move_slice(ed, xd, 2, start, step, false, &m));
+  CHECK(m.n == 0);
+}
+
 int main(void) {
+  test_slice();
   test_argmax_row();
   test_transpose();
   test_concat_split();

@@ -81,7 +81,9 @@ int main(void) {
     for (int dt = 0; dt < RAF_DTYPE_COUNT; dt++)
       if (op != RAF_OP_TRANSPOSE && op != RAF_OP_CONCAT &&
           op != RAF_OP_SPLIT && op != RAF_OP_TAKE && op != RAF_OP_TAKE_GRAD &&
-          op != RAF_OP_LAYER_NORM_GRAD && op != RAF_OP_ARGMAX)
+          op != RAF_OP_LAYER_NORM_GRAD && op != RAF_OP_ARGMAX &&
+          op != RAF_OP_SLICE && op != RAF_OP_SLICE_GRAD &&
+          op != RAF_OP_DROPOUT)
         CHECK(raf_dialect_implements(RAF_DIALECT_CUDA, (raf_opcode)op,
                                      (raf_dtype)dt) ==
               raf_dialect_fuses(RAF_DIALECT_LLVM, (raf_opcode)op,
@@ -93,7 +95,11 @@ int main(void) {
       "func @fused_1(%x: i32[4]) -> i32[4] {fused} {\n"
       "  %y = mul(%x, %x)\n  return %y\n}\n"
       "func @fused_2(%x: f32[4,4]) -> f32[4,4] {fused} {\n"
-      "  %y = matmul(%x, %x)\n  return %y\n}\n";
+      "  %y = matmul(%x, %x)\n  return %y\n}\n"
+      "func @fused_3(%x: f32[4,4], %b: f32[4]) -> f32[4,4] {fused} {\n"
+      "  %y = matmul(%x, %x)\n  %z = add(%y, %b)\n  return %z\n}\n"
+      "func @fused_4(%x: f32[4,4], %b: f32[4]) -> f32[4,4] {fused} {\n"
+      "  %z = add(%x, %b)\n  return %z\n}\n";
   raf_ctx *ctx = raf_ctx_create();
   raf_module *m = raf_parse_module(ctx, "t.raf", text, strlen(text), 1);
   CHECK(m != NULL);
@@ -108,6 +114,17 @@ int main(void) {
                                        raf_module_find_func(m, "fused_2")));
     CHECK(!raf_dialect_implements_call(RAF_DIALECT_CPU_REF,
                                        raf_module_find_func(m, "fused_0")));
+    /* cublas takes a fused call only as a product and its epilogue
+     * (ir/epilogue.h), though its FUSED rows admit a lone matmul or add. */
+    CHECK(raf_dialect_compiles_fused(RAF_DIALECT_CUBLAS));
+    CHECK(raf_dialect_implements_call(RAF_DIALECT_CUBLAS,
+                                      raf_module_find_func(m, "fused_3")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_CUBLAS,
+                                       raf_module_find_func(m, "fused_2")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_CUBLAS,
+                                       raf_module_find_func(m, "fused_4")));
+    CHECK(!raf_dialect_implements_call(RAF_DIALECT_LLVM,
+                                       raf_module_find_func(m, "fused_3")));
   }
   raf_module_destroy(m);
   raf_ctx_destroy(ctx);
