@@ -38,6 +38,7 @@ int raf_mem_id(const raf_mem_plan *p, const raf_value *v) {
 }
 
 void raf_mem_free(raf_mem_plan *p) {
+  free(p->scratch);
   free(p->stmt);
   free(p->first);
   free(p->v);
@@ -60,10 +61,13 @@ raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
   p->stmt = malloc(sizeof *p->stmt * (size_t)(n + 1));
   p->first = malloc(sizeof *p->first * (size_t)(n + 1));
   p->v = calloc((size_t)(nvalues ? nvalues : 1), sizeof *p->v);
-  if (!p->stmt || !p->first || !p->v || !ret) {
+  p->scratch = malloc(sizeof *p->scratch * (size_t)(n + 1));
+  if (!p->stmt || !p->first || !p->v || !p->scratch || !ret) {
     raf_mem_free(p);
     return RAF_ERROR;
   }
+  for (int k = 0; k <= n; k++)
+    p->scratch[k] = -1;
   int k = 0, id = f->nargs;
   for (int i = 0; i < f->nargs; i++)
     p->v[i] = (raf_mem_value){f->args[i].value, RAF_MEM_ARG, i, 0,
@@ -236,6 +240,39 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
   return ok;
 }
 
+raf_scratch raf_mem_scratch_of(const raf_stmt *s) {
+  raf_scratch sc = {0, -1, -1, -1, -1};
+  const char *d = raf_stmt_attr_str(s, "dialect");
+  bool grad = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
+  bool attention = grad || s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION;
+  if (!d || strcmp(d, "cublas") != 0 ||
+      (s->op != RAF_OP_MATMUL && s->op != RAF_OP_CALL && !attention))
+    return sc;
+  sc.workspace = 0;
+  sc.bytes = RAF_CUBLAS_WORKSPACE_BYTES;
+  if (!attention || s->noperands < (grad ? 4 : 3))
+    return sc;
+  const raf_type *q = s->operands[grad ? 1 : 0].value->type,
+                 *k = s->operands[grad ? 2 : 1].value->type;
+  if (q->rank < 2 || k->rank < 2)
+    return sc;
+  int64_t n = q->dims[q->rank - 2] * k->dims[k->rank - 2];
+  for (int i = 0; i < q->rank - 2; i++)
+    n *= q->dims[i];
+  int64_t floats = raf_mem_aligned(n * (int64_t)sizeof(float));
+  sc.scores = sc.bytes;
+  sc.bytes += floats;
+  if (grad) {
+    sc.dscores = sc.bytes;
+    sc.bytes += floats;
+  }
+  if (q->dtype != RAF_F32) {
+    sc.probs = sc.bytes;
+    sc.bytes += raf_mem_aligned(n * raf_dtype_size(q->dtype));
+  }
+  return sc;
+}
+
 bool raf_mem_is_called(const raf_func *f) {
   for (raf_func *g = f->module->first; g; g = g->next)
     for (raf_stmt *s = g->first; s; s = s->next)
@@ -398,6 +435,28 @@ static void read_stmt(reader *rd, int k) {
   }
 }
 
+/* Reads the scratch of the statement at position k: a planned one of the
+ * size its kernel needs (raf_mem_scratch_of), at an aligned place of the
+ * arena. */
+static void read_scratch(reader *rd, int k) {
+  raf_mem_plan *p = rd->p;
+  raf_stmt *s = p->stmt[k];
+  const raf_attr *a = raf_attrs_find(&s->attrs, "scratch");
+  if (!a || a->kind != RAF_ATTR_INT)
+    return;
+  int64_t o = a->val.u.i, bytes = raf_mem_scratch_of(s).bytes;
+  raf_loc loc = a->loc.line ? a->loc : s->loc;
+  if (bytes == 0)
+    bad(rd, loc, "%s has a scratch but its kernel needs none",
+        raf_op_table[s->op].name);
+  else if (o < 0 || o % RAF_MEM_ALIGN || o > p->arena || bytes > p->arena - o)
+    bad(rd, loc, "the scratch of %s (%lld bytes) at offset %lld is not an "
+        "aligned place in the arena of %lld bytes", raf_op_table[s->op].name,
+        (long long)bytes, (long long)o, (long long)p->arena);
+  else
+    p->scratch[k] = o;
+}
+
 /* Where a value lies for the overlap check: 0 the arena, 1 + a argument
  * a's buffer (donated), -1 nowhere the plan shares; and its offset. */
 static int region(const raf_mem_value *v, int64_t *offset) {
@@ -497,6 +556,17 @@ static void check_overlaps(reader *rd) {
             p->f->args[v->index].value->name, p->v[hit].value->name);
       live[nlive++] = id;
     }
+    if (p->scratch[k] >= 0) { /* alive with the operands and results */
+      int64_t bytes = raf_mem_scratch_of(s).bytes;
+      int hit = meets(p, live, nlive, staged, nstaged, 0, p->scratch[k],
+                      bytes, -1, k - 1);
+      if (hit != -1)
+        bad(rd, s->loc, "the scratch of %s [%lld, %lld) overlaps %s%s, "
+            "which is alive", raf_op_table[s->op].name,
+            (long long)p->scratch[k], (long long)(p->scratch[k] + bytes),
+            hit >= 0 ? "%" : "", hit >= 0 ? p->v[hit].value->name
+                                          : "a staged result");
+    }
     int kept = 0; /* drop what dies here */
     for (int j = 0; j < nlive; j++)
       if (p->v[live[j]].last > k)
@@ -520,8 +590,10 @@ raf_status raf_mem_read(raf_ctx *ctx, raf_func *f, raf_mem_plan *p) {
     for (int k = 0; k < p->nstmts; k++) {
       raf_stmt *s = p->stmt[k];
       if (raf_attrs_find(&s->attrs, "offsets") ||
-          raf_attrs_find(&s->attrs, "inplace"))
-        bad(&rd, s->loc, "offsets and inplace need {arena} on the function");
+          raf_attrs_find(&s->attrs, "inplace") ||
+          raf_attrs_find(&s->attrs, "scratch"))
+        bad(&rd, s->loc,
+            "offsets, inplace and scratch need {arena} on the function");
     }
     for (int q = 0; q < f->nresults; q++)
       if (raf_attrs_find(&f->results[q].attrs, "donated"))
@@ -540,8 +612,10 @@ raf_status raf_mem_read(raf_ctx *ctx, raf_func *f, raf_mem_plan *p) {
   for (int a = 0; a < f->nargs; a++)
     rd.donated_to[a] = -1;
   read_donations(&rd);
-  for (int k = 0; k < p->nstmts; k++)
+  for (int k = 0; k < p->nstmts; k++) {
     read_stmt(&rd, k);
+    read_scratch(&rd, k);
+  }
   if (rd.ok)
     check_overlaps(&rd);
   free(rd.donated_to);

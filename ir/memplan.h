@@ -14,6 +14,10 @@
  *   statement  {inplace = [..]}     per result, the operand whose buffer it
  *                                   overwrites (that operand's last use),
  *                                   or -1
+ *   statement  {scratch = OFFSET}   the byte offset in the arena of the
+ *                                   scratch its kernel uses
+ *                                   (raf_mem_scratch_of), alive during
+ *                                   the statement only
  *   result     {donated}            the result (an {updates = %a} one) is
  *                                   computed directly in %a's buffer
  * Positions: a function's statements before its return are numbered from
@@ -64,6 +68,9 @@ typedef struct raf_mem_plan {
   int *first;      /* per position: the id of its first result */
   int nvalues;
   raf_mem_value *v; /* by id */
+  /* Per position: the offset of its scratch in the arena, or -1 (none
+   * planned). */
+  int64_t *scratch;
 } raf_mem_plan;
 
 /* The lifetimes of f's values (every value ARG, RESULT when returned, else
@@ -118,6 +125,36 @@ bool raf_mem_compiled_call_inplace(const raf_func *callee, int arg,
                                    int result);
 /* Whether a call statement of f's module names f. */
 bool raf_mem_is_called(const raf_func *f);
+
+/* ---- Scratch ---------------------------------------------------------------
+ *
+ * Device memory a library kernel uses beside its operands and results. The
+ * plan places it in the arena for its statement's position alone, so
+ * that the plan's peak is the device's; the executor hands it to the
+ * kernel (raf_kernel.scratch). A statement without a planned scratch (a
+ * plan made before dispatch chose its dialect, or no plan) gets the
+ * dialect's own. */
+
+/* The cuBLASLt workspace of each cublas kernel: 32 MiB, what llm.c gives
+ * it (Hopper's fastest kernels want it). */
+#define RAF_CUBLAS_WORKSPACE_BYTES ((int64_t)32 << 20)
+
+/* A statement's scratch: its size and where its parts start, in bytes
+ * from its start (each 64-aligned; -1 for a part it has not). */
+typedef struct raf_scratch {
+  int64_t bytes;     /* the whole; 0 when the kernel needs none */
+  int64_t workspace; /* cuBLASLt's, RAF_CUBLAS_WORKSPACE_BYTES */
+  int64_t scores;    /* attention: s, BH * L * S floats */
+  int64_t dscores;   /* attention's gradient: dp, BH * L * S floats */
+  int64_t probs;     /* attention in bf16 or f16: p, BH * L * S elements */
+} raf_scratch;
+
+/* The scratch of s by the dialect it is annotated with: a statement bound
+ * to cublas has cuBLASLt's workspace, and attention and its gradient on
+ * cublas also the scores cublas_attention.c keeps (for q [.., L, E] and
+ * k [.., S, E], BH the product of the leading dims). Every other has
+ * none. */
+raf_scratch raf_mem_scratch_of(const raf_stmt *s);
 
 /* Checks the plan of every planned function of m (the verifier's part). */
 raf_status raf_mem_verify_module(raf_ctx *ctx, raf_module *m);

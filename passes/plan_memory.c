@@ -50,10 +50,17 @@
  * arena kept. Buffers of 4 KiB or more get 320 bytes of padding (see
  * raf_plan_memory_padded()).
  *
+ * Scratch. A library kernel's scratch (cuBLASLt's workspace, attention's
+ * scores: raf_mem_scratch_of, by the statement's dialect) is a buffer
+ * alive at its statement's position alone, placed like the others, so
+ * that the arena holds everything the device uses. It is known only once
+ * dispatch has chosen the dialects: plan after it.
+ *
  * Output: {arena = BYTES} on each function; {offsets = [..]} on each
  * statement but the return (-1 for a result outside the arena); {inplace
  * = [..]} on statements with a result in place (the operand index, -1 for
- * the others); {donated} on results. An earlier plan is replaced.
+ * the others); {scratch = OFFSET} on statements with a scratch; {donated}
+ * on results. An earlier plan is replaced.
  *
  * Requires: a verified module whose statements are in execution order;
  * run it last: a later pass that moves or merges statements makes the
@@ -211,11 +218,11 @@ static raf_attr ints_attr(const char *name, const int64_t *v, int n) {
 
 /* The plan's attributes, on functions, results and statements. */
 static const char *const fattrs[] = {"arena"}, *const rattrs[] = {"donated"},
-                         *const sattrs[] = {"offsets", "inplace"};
+                         *const sattrs[] = {"offsets", "inplace", "scratch"};
 
 static raf_status write_plan(raf_module *m, raf_mem_plan *p,
                              const buffer *bufs, const int *buf_of,
-                             int64_t arena) {
+                             const int *scratch_buf, int64_t arena) {
   raf_func *f = p->f;
   int n;
   raf_attr *v = without(m, &f->attrs, fattrs, 1, 1, &n);
@@ -243,7 +250,7 @@ static raf_status write_plan(raf_module *m, raf_mem_plan *p,
     raf_stmt *s = p->stmt[k];
     int64_t *offs = RAF_NEW_ARRAY(&m->arena, int64_t, s->nresults + 1);
     int64_t *inp = RAF_NEW_ARRAY(&m->arena, int64_t, s->nresults + 1);
-    if (!offs || !inp || !(v = without(m, &s->attrs, sattrs, 2, 2, &n)))
+    if (!offs || !inp || !(v = without(m, &s->attrs, sattrs, 3, 3, &n)))
       return RAF_ERROR;
     bool any = false;
     for (int r = 0; r < s->nresults; r++) {
@@ -255,6 +262,12 @@ static raf_status write_plan(raf_module *m, raf_mem_plan *p,
     v[n++] = ints_attr("offsets", offs, s->nresults);
     if (any)
       v[n++] = ints_attr("inplace", inp, s->nresults);
+    if (scratch_buf[k] >= 0) {
+      memset(&v[n], 0, sizeof v[n]);
+      v[n].name = "scratch";
+      v[n].kind = RAF_ATTR_INT;
+      v[n++].val.u.i = bufs[scratch_buf[k]].offset;
+    }
     raf_stmt_set_attrs(m, s, v, n);
   }
   return RAF_OK;
@@ -269,7 +282,7 @@ void raf_plan_memory_clear(raf_module *m, raf_func *f) {
     if ((v = without(m, &f->results[q].attrs, rattrs, 1, 0, &n)))
       f->results[q].attrs = (raf_attrs){n ? v : NULL, n};
   for (raf_stmt *s = f->first; s; s = s->next)
-    if ((v = without(m, &s->attrs, sattrs, 2, 0, &n)))
+    if ((v = without(m, &s->attrs, sattrs, 3, 0, &n)))
       raf_stmt_set_attrs(m, s, v, n);
 }
 
@@ -384,8 +397,12 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
     return RAF_ERROR;
   int *buf_of = malloc(sizeof *buf_of * (size_t)(p.nvalues + 1));
   int *donatable = malloc(sizeof *donatable * (size_t)(f->nargs + 1));
-  buffer *bufs = malloc(sizeof *bufs * (size_t)(p.nvalues + 1));
-  raf_status rc = buf_of && bufs && donatable ? RAF_OK : RAF_ERROR;
+  int *scratch_buf = malloc(sizeof *scratch_buf * (size_t)(p.nstmts + 1));
+  /* A buffer per value and per statement's scratch, at most. */
+  buffer *bufs =
+      malloc(sizeof *bufs * (size_t)(p.nvalues + p.nstmts + 1));
+  raf_status rc =
+      buf_of && bufs && donatable && scratch_buf ? RAF_OK : RAF_ERROR;
   int nbufs = 0;
   for (int id = 0; rc == RAF_OK && id < p.nvalues; id++)
     buf_of[id] = -1;
@@ -448,6 +465,14 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
   for (int a = 0; rc == RAF_OK && a < f->nargs; a++)
     if (donatable[a] >= 0)
       donate(&p, bufs, &nbufs, buf_of, a, donatable[a], !called);
+  /* A library kernel's scratch lives during its statement alone. */
+  for (int k = 0; rc == RAF_OK && k < p.nstmts; k++) {
+    int64_t bytes = raf_mem_scratch_of(p.stmt[k]).bytes;
+    scratch_buf[k] = bytes > 0 ? nbufs : -1;
+    if (bytes > 0)
+      bufs[nbufs++] =
+          (buffer){k, k, raf_plan_memory_padded(bytes), 0, -1, -1};
+  }
   int64_t arena = 0;
   if (rc == RAF_OK)
     rc = place_best(bufs, nbufs, &arena);
@@ -455,8 +480,9 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
     for (int id = 0; id < p.nvalues; id++) /* arena offsets only */
       if (buf_of[id] >= 0 && bufs[buf_of[id]].home >= 0)
         buf_of[id] = -1;
-    rc = write_plan(m, &p, bufs, buf_of, arena);
+    rc = write_plan(m, &p, bufs, buf_of, scratch_buf, arena);
   }
+  free(scratch_buf);
   free(buf_of);
   free(donatable);
   free(bufs);

@@ -301,7 +301,7 @@ static raf_status run_step_with(raf_exec *ex, step *st, raf_tensor **slot,
     if (!out[r])
       return RAF_ERROR;
   }
-  raf_kernel k = {ex, s, s->noperands, s->nresults, in, out, st->bound};
+  raf_kernel k = {ex, s, s->noperands, s->nresults, in, out, st->bound, NULL};
   if (run_kernel(ex, st, &k) != RAF_OK)
     return RAF_ERROR;
   if (ex->opts.check_numerics) /* results are fresh: nothing overwritten */
@@ -540,7 +540,8 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
                         "--check-numerics");
         rc = RAF_ERROR;
       }
-      raf_kernel kn = {ex, s, s->noperands, s->nresults, in, out, st->bound};
+      raf_kernel kn = {ex, s, s->noperands, s->nresults, in, out, st->bound,
+                       mp->scratch[k] >= 0 ? arena + mp->scratch[k] : NULL};
       if (rc == RAF_OK)
         rc = run_kernel(ex, st, &kn);
     }

@@ -40,6 +40,10 @@ typedef struct raf_kernel {
   /* What the dialect's bind hook prepared for this statement (dialects.h),
    * or NULL. */
   const void *bound;
+  /* The scratch the memory plan placed for the statement
+   * (raf_mem_scratch_of's size and parts, ir/memplan.h), in the arena on
+   * the executor's device; NULL when none was planned. */
+  void *scratch;
 } raf_kernel;
 
 typedef raf_status (*raf_kernel_fn)(const raf_kernel *k);

@@ -3,9 +3,10 @@
  *
  * cuBLASLt is loaded at run time (cublaslt.h) by the prepare hook, and
  * only when a statement of the module is bound to the dialect, with one
- * handle and one workspace of
- * RAF_CUBLAS_WORKSPACE bytes per executor (device memory that the memory
- * plan does not count). Every product is described to cuBLASLt once: the
+ * handle per executor. Each product's workspace of RAF_CUBLAS_WORKSPACE
+ * bytes is its statement's scratch, which the memory plan places in the
+ * arena (ir/memplan.h); the state has one of its own only for statements
+ * planned without it. Every product is described to cuBLASLt once: the
  * bind hook maps the statement's shapes (cublas_map.h), builds the
  * descriptors and asks cublasLtMatmulAlgoGetHeuristic for the best
  * algorithm that fits the workspace, and keeps them in a cache keyed on
@@ -247,11 +248,21 @@ static raf_status run_product(cublas_state *st, const raf_kernel *k,
   if (s != CUBLAS_STATUS_SUCCESS)
     return fail(st, k, "cublasLtMatmulDescSetAttribute", s);
   cudaStream_t stream = (cudaStream_t)raf_device_stream(st->dev);
+  void *ws = cublas_workspace(st, k);
+  if (!ws)
+    return raf_kernel_fail(k, "cublas: no workspace (planned or the "
+                              "dialect's)");
   s = lt->cublasLtMatmul(st->handle, p->desc, &x->alpha, x->a, p->a, x->b,
-                         p->b, &x->beta, x->c, p->c, x->d, p->c, &p->algo,
-                         st->workspace, RAF_CUBLAS_WORKSPACE, stream);
+                         p->b, &x->beta, x->c, p->c, x->d, p->c, &p->algo, ws,
+                         RAF_CUBLAS_WORKSPACE, stream);
   return s == CUBLAS_STATUS_SUCCESS ? RAF_OK
                                     : fail(st, k, "cublasLtMatmul", s);
+}
+
+void *cublas_workspace(cublas_state *st, const raf_kernel *k) {
+  raf_scratch sc = raf_mem_scratch_of(k->stmt);
+  return k->scratch && sc.workspace >= 0 ? (char *)k->scratch + sc.workspace
+                                         : st->workspace;
 }
 
 raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
@@ -497,12 +508,13 @@ static void cublas_release(void *state) {
 static raf_status cublas_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
                                  void **state) {
   *state = NULL;
-  bool any = false, attention = false;
+  bool any = false, attention = false, unplanned = false;
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
       if (raf_stmt_bound_to(s, RAF_DIALECT_CUBLAS)) {
         any = true;
         attention |= is_attention(s);
+        unplanned |= !raf_attrs_find(&s->attrs, "scratch");
       }
   if (!any)
     return RAF_OK;
@@ -526,7 +538,8 @@ static raf_status cublas_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
       (s = st->lt->cublasLtCreate(&st->handle)) != CUBLAS_STATUS_SUCCESS)
     rc = fail(st, NULL, "cublasLtCreate", s);
   size_t ws = RAF_CUBLAS_WORKSPACE;
-  if (rc == RAF_OK && raf_device_alloc(dev, ws, &st->workspace) != RAF_OK) {
+  if (rc == RAF_OK && unplanned &&
+      raf_device_alloc(dev, ws, &st->workspace) != RAF_OK) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "%s: out of memory for cuBLASLt's workspace (%zu MiB)",
                     raf_device_name(dev), ws >> 20);

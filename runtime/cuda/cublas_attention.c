@@ -14,11 +14,12 @@
  *             dq = ds k                    T [BH, L, E]
  *             dk = ds^T q                  T [BH, S, E]
  *
- * Scratch, from the device allocator for the call and given back after
- * it: the forward BH * L * S floats (and as many elements of T when T is
- * not f32), the backward twice the floats. For GPT-2 124M at B = 8,
+ * Scratch: the forward BH * L * S floats (and as many elements of T when
+ * T is not f32), the backward twice the floats, in the statement's scratch
+ * that the memory plan places (raf_mem_scratch_of, ir/memplan.h), else
+ * from the device allocator for the call. For GPT-2 124M at B = 8,
  * T = 1024 (96 heads of 1024 x 1024) that is 384 MiB forward and 768 MiB
- * (plus 192 MiB of bf16) backward: the memory plan does not count it.
+ * (plus 192 MiB of bf16) backward.
  * The causal products compute the masked half too (the softmax zeroes
  * it): simple, twice the work of FlashAttention's.
  */
@@ -123,9 +124,14 @@ static raf_status scores(cublas_state *st, const raf_kernel *k,
   return launch_rows(st, st->softmax_fwd[i], fwd_names[i], rows, params);
 }
 
-/* Scratch of `bytes` device bytes, or NULL after reporting. */
-static void *scratch(cublas_state *st, const raf_kernel *k, size_t bytes) {
+/* Part `part` (of raf_mem_scratch_of's) of k's planned scratch, else new
+ * scratch of `bytes` device bytes (*owned set), or NULL after reporting. */
+static void *scratch(cublas_state *st, const raf_kernel *k, int64_t part,
+                     size_t bytes, bool *owned) {
   void *p = NULL;
+  *owned = !k->scratch;
+  if (k->scratch)
+    return (char *)k->scratch + part;
   if (bytes && raf_device_alloc(st->dev, bytes, &p) != RAF_OK) {
     raf_kernel_fail(k, "out of device memory for the attention scores "
                        "(%zu MiB)",
@@ -157,8 +163,12 @@ raf_status cublas_attention(const raf_kernel *k) {
   if (d.S == 0)
     return zero_results(st, k);
   size_t n = (size_t)(d.bh * d.L * d.S), tsize = (size_t)raf_dtype_size(d.dt);
-  float *s = scratch(st, k, n * sizeof(float));
-  void *p = s && d.dt != RAF_F32 ? scratch(st, k, n * tsize) : s;
+  raf_scratch sc = raf_mem_scratch_of(k->stmt);
+  bool own_s, own_p = false;
+  float *s = scratch(st, k, sc.scores, n * sizeof(float), &own_s);
+  void *p = s && d.dt != RAF_F32
+                ? scratch(st, k, sc.probs, n * tsize, &own_p)
+                : s;
   raf_status rc = s && p ? RAF_OK : RAF_ERROR;
   if (rc == RAF_OK)
     rc = scores(st, k, &d, k->in[0]->data, k->in[1]->data, s, p);
@@ -166,9 +176,10 @@ raf_status cublas_attention(const raf_kernel *k) {
     rc = cublas_rowmajor(st, k, d.dt, d.dt, false, false, d.L, d.Ev, d.S, p,
                          d.S, d.L * d.S, k->in[2]->data, d.Ev, d.S * d.Ev,
                          k->out[0]->data, d.Ev, d.L * d.Ev, d.bh, 1.0f, 0.0f);
-  if (p != s)
+  if (own_p)
     raf_device_free(st->dev, p);
-  raf_device_free(st->dev, s);
+  if (own_s)
+    raf_device_free(st->dev, s);
   return rc;
 }
 
@@ -188,9 +199,14 @@ raf_status cublas_attention_grad(const raf_kernel *k) {
     return zero_results(st, k);
   int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev, rows = d.bh * L;
   size_t n = (size_t)(rows * S), tsize = (size_t)raf_dtype_size(d.dt);
-  float *s = scratch(st, k, n * sizeof(float));
-  float *dp = s ? scratch(st, k, n * sizeof(float)) : NULL;
-  void *p = dp && d.dt != RAF_F32 ? scratch(st, k, n * tsize) : s;
+  raf_scratch sc = raf_mem_scratch_of(k->stmt);
+  bool own_s, own_dp = false, own_p = false;
+  float *s = scratch(st, k, sc.scores, n * sizeof(float), &own_s);
+  float *dp =
+      s ? scratch(st, k, sc.dscores, n * sizeof(float), &own_dp) : NULL;
+  void *p = dp && d.dt != RAF_F32
+                ? scratch(st, k, sc.probs, n * tsize, &own_p)
+                : s;
   raf_status rc = s && dp && p ? RAF_OK : RAF_ERROR;
   /* ds overwrites p (T) once dv is queued, or dp in place for f32 (the
    * kernel reads a row's dp whole before it writes it). */
@@ -219,9 +235,11 @@ raf_status cublas_attention_grad(const raf_kernel *k) {
   if (rc == RAF_OK && E > 0) /* dk = ds^T q */
     rc = cublas_rowmajor(st, k, d.dt, d.dt, true, false, S, E, L, ds, S,
                          L * S, q, E, L * E, dk, E, S * E, d.bh, 1.0f, 0.0f);
-  if (p && p != s)
+  if (own_p)
     raf_device_free(st->dev, p);
-  raf_device_free(st->dev, dp);
-  raf_device_free(st->dev, s);
+  if (own_dp)
+    raf_device_free(st->dev, dp);
+  if (own_s)
+    raf_device_free(st->dev, s);
   return rc;
 }

@@ -4,14 +4,15 @@
 #ifndef RAF_CUDA_CUBLAS_INTERNAL_H
 #define RAF_CUDA_CUBLAS_INTERNAL_H
 
+#include "ir/memplan.h"
 #include "runtime/cublas_map.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/module.h"
 #include "runtime/kernel.h"
 
-/* The workspace cuBLASLt may use per product: 32 MiB, what llm.c gives
- * it (Hopper's fastest kernels want it). */
-#define RAF_CUBLAS_WORKSPACE ((size_t)32 << 20)
+/* The workspace cuBLASLt may use per product (ir/memplan.h): in the
+ * statement's planned scratch, else the state's own. */
+#define RAF_CUBLAS_WORKSPACE ((size_t)RAF_CUBLAS_WORKSPACE_BYTES)
 
 /* One column-major strided-batch product, as cuBLASLt is told it: the
  * key of the plan cache (compared bytewise: zero it before filling). */
@@ -51,7 +52,9 @@ typedef struct cublas_state {
   raf_ctx *ctx;
   raf_cublaslt *lt;
   cublasLtHandle_t handle;
-  void *workspace; /* RAF_CUBLAS_WORKSPACE bytes of device memory */
+  /* RAF_CUBLAS_WORKSPACE bytes of device memory, for statements without a
+   * planned scratch (NULL when every one has it). */
+  void *workspace;
   bool tf32;       /* RAF_CUBLAS_TF32=1: f32 products in TF32 */
   lt_plan **plans;
   int nplans, cap_plans;
@@ -82,6 +85,10 @@ raf_status cublas_rowmajor(cublas_state *st, const raf_kernel *k,
                            int64_t ldb, int64_t sb, void *cp, int64_t ldc,
                            int64_t sc, int64_t batch, float alpha,
                            float beta);
+
+/* The workspace of k's products: its planned scratch's, else the
+ * state's. */
+void *cublas_workspace(cublas_state *st, const raf_kernel *k);
 
 /* The state of the executor k runs on, from what bind gave k; NULL when
  * the dialect was not prepared. */
