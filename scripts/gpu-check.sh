@@ -31,6 +31,9 @@
 #                  (bench/gen_adamw.py), both as % of the copy bandwidth
 #   e  matmul      bench/gpu_matmul* (the cublas dialect vs torch.matmul)
 #                  if the bundle has it
+#   f  gpt2-epilogue  gpt2-f32 with fuse{patterns=matmul-epilogue} (bias,
+#                  GELU, its derivative and the bias gradients in
+#                  cuBLASLt's epilogues), and gpt2-f32's time over it
 # PYTHON (default python3) runs the Python parts; TORCH_SECONDS (default 95)
 # limits PyTorch's GPT-2 runs within their part, so that the modes done
 # before it still print. CHECK_DEVICE (default
@@ -200,6 +203,16 @@ gpt2_f32() {
 gpt2_bf16() {
   gpt2 "autodiff,amp,optimizer{kind=adamw lr=3e-4},inline,fuse,dispatch{device=$DEVICE},plan-memory" bf16
 }
+gpt2_epilogue() { # f32 with the cuBLASLt epilogues, against gpt2-f32
+  gpt2 "autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse{patterns=matmul-epilogue},dispatch{device=$DEVICE},plan-memory" f32-epilogue
+  "$PY" -c '
+import sys
+try:
+    f32 = float(open(sys.argv[1]).read())
+    print(f"gpt2-f32 / with epilogues: {f32 / float(open(sys.argv[2]).read()):.2f}x")
+except (OSError, ValueError):
+    print("gpt2-f32: no figure to compare")' "$W/gpt2/f32.ms" "$W/gpt2/f32-epilogue.ms"
+}
 gpt2_torch() {
   d=$W/gpt2
   mkdir -p "$d"
@@ -295,7 +308,7 @@ matmul() {
   fi
 }
 export -f devices test_device lit_cuda mlp gpt2_model gpt2 gpt2_f32 gpt2_bf16 \
-  gpt2_torch copy_bw elementwise adamw matmul
+  gpt2_torch copy_bw elementwise adamw matmul gpt2_epilogue
 
 echo "gpu-check.sh: $B, $(date -u '+%Y-%m-%d %H:%M UTC'), at most $total s"
 part devices 30 devices
@@ -309,5 +322,6 @@ part copy-bw 20 copy_bw
 part elementwise 20 elementwise
 part adamw 30 adamw
 part matmul 40 matmul
+part gpt2-epilogue 50 gpt2_epilogue
 echo "gpu-check.sh: $failed part(s) failed, $((SECONDS - start)) s"
 [ "$failed" -eq 0 ]
