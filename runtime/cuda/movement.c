@@ -49,29 +49,6 @@ bool raf_move_transpose(const int64_t *src_dims, int rank, const int *perm,
   return true;
 }
 
-bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
-                    int rank, int axis, int64_t at, bool into_whole,
-                    raf_move *m) {
-  memset(m, 0, sizeof *m);
-  if (rank > RAF_MOVE_MAX_RANK || axis < 0 || axis >= rank)
-    return false;
-  int64_t part[RAF_MOVE_MAX_RANK], whole[RAF_MOVE_MAX_RANK];
-  contiguous(part_dims, rank, part);
-  contiguous(whole_dims, rank, whole);
-  m->rank = rank;
-  m->n = 1;
-  for (int d = 0; d < rank; d++) {
-    m->dims[d] = part_dims[d];
-    m->n *= part_dims[d];
-  }
-  memcpy(into_whole ? m->src_strides : m->dst_strides, part,
-         sizeof part[0] * (size_t)rank);
-  memcpy(into_whole ? m->dst_strides : m->src_strides, whole,
-         sizeof whole[0] * (size_t)rank);
-  *(into_whole ? &m->dst_off : &m->src_off) = at * whole[axis];
-  return true;
-}
-
 bool raf_move_slice(const int64_t *part_dims, const int64_t *whole_dims,
                     int rank, const int64_t *start, const int64_t *step,
                     bool into_whole, raf_move *m) {
@@ -97,6 +74,23 @@ bool raf_move_slice(const int64_t *part_dims, const int64_t *whole_dims,
          sizeof whole[0] * (size_t)rank);
   *(into_whole ? &m->dst_off : &m->src_off) = off;
   return true;
+}
+
+/* A block is the slice of the whole that starts at `at` along the axis,
+ * with steps of 1. */
+bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
+                    int rank, int axis, int64_t at, bool into_whole,
+                    raf_move *m) {
+  int64_t start[RAF_MOVE_MAX_RANK] = {0}, step[RAF_MOVE_MAX_RANK];
+  if (rank > RAF_MOVE_MAX_RANK || axis < 0 || axis >= rank) {
+    memset(m, 0, sizeof *m);
+    return false;
+  }
+  for (int d = 0; d < rank; d++)
+    step[d] = 1;
+  start[axis] = at;
+  return raf_move_slice(part_dims, whole_dims, rank, start, step, into_whole,
+                        m);
 }
 
 /* ---- Launches ------------------------------------------------------------- */
