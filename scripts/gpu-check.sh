@@ -31,7 +31,7 @@
 #                  (bench/gen_adamw.py), both as % of the copy bandwidth
 #   e  matmul      bench/gpu_matmul* (the cublas dialect vs torch.matmul)
 #                  if the bundle has it
-#   f  gpt2-epilogue  gpt2-f32 with fuse{patterns=matmul-epilogue} (bias,
+#   f  gpt2-epi    gpt2-f32 with fuse{patterns=matmul-epilogue} (bias,
 #                  GELU, its derivative and the bias gradients in
 #                  cuBLASLt's epilogues), and gpt2-f32's time over it
 # PYTHON (default python3) runs the Python parts; TORCH_SECONDS (default 95)
@@ -322,6 +322,6 @@ part copy-bw 20 copy_bw
 part elementwise 20 elementwise
 part adamw 30 adamw
 part matmul 40 matmul
-part gpt2-epilogue 50 gpt2_epilogue
+part gpt2-epi 50 gpt2_epilogue
 echo "gpu-check.sh: $failed part(s) failed, $((SECONDS - start)) s"
 [ "$failed" -eq 0 ]
