@@ -35,15 +35,17 @@ static bool is_tanh_gelu(const raf_stmt *s) {
 }
 
 /* matmul(a, b) that is one GEMM, all of one dtype cuBLASLt takes with an
- * epilogue: a 2-D b, and a 2-D a or one whose leading dims fold into its
- * rows (x [B, T, C] @ w [C, F]). */
+ * epilogue (the cublas dialect's FUSED rows, lang/dialects.def): a 2-D b,
+ * and a 2-D a or one whose leading dims fold into its rows
+ * (x [B, T, C] @ w [C, F]). */
 static bool plain_product(const raf_stmt *s) {
   if (s->op != RAF_OP_MATMUL || s->noperands != 2 || s->nresults != 1)
     return false;
   const raf_type *a = s->operands[0].value->type,
                  *b = s->operands[1].value->type, *r = s->results[0]->type;
   raf_dtype dt = r->dtype;
-  return (dt == RAF_F32 || dt == RAF_BF16 || dt == RAF_F16) && a->rank >= 2 &&
+  return raf_dialect_fuses(RAF_DIALECT_CUBLAS, RAF_OP_MATMUL, dt) &&
+         a->rank >= 2 &&
          b->rank == 2 && r->rank == a->rank && a->dtype == dt &&
          b->dtype == dt &&
          (a->rank == 2 || !raf_stmt_attr_bool(s, "transpose_a"));

@@ -23,7 +23,8 @@
  *   matmul(x, dy) {transpose_a} and sum(dy) {axes = [0]}, all 2-D
  *                        the weight and bias gradients of a linear layer
  *
- * Every value of the group is of the product's dtype (f32, bf16 or f16).
+ * Every value of the group is of the product's dtype, one of those the
+ * cublas dialect's FUSED rows give matmul (f32, bf16, f16).
  */
 #ifndef RAF_IR_EPILOGUE_H
 #define RAF_IR_EPILOGUE_H

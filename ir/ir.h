@@ -156,6 +156,9 @@ bool raf_dialect_compiles_fused(raf_dialect d);
 /* Whether d implements a call of callee: callee is `{fused}` and d fuses
  * every statement of it but return. */
 bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee);
+/* Whether s carries the dispatch pass's annotation {dialect = "D"} for
+ * dialect d. */
+bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d);
 /* The dtype that decides which dialects implement s: its first operand's,
  * or its first result's when it has no operands. */
 raf_dtype raf_stmt_key_dtype(const raf_stmt *s);

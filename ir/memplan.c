@@ -241,15 +241,13 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
 }
 
 raf_scratch raf_mem_scratch_of(const raf_stmt *s) {
-  raf_scratch sc = {0, -1, -1, -1, -1};
-  const char *d = raf_stmt_attr_str(s, "dialect");
+  raf_scratch sc = {0, -1, -1, -1};
   bool grad = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
   bool attention = grad || s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION;
-  if (!d || strcmp(d, "cublas") != 0 ||
+  if (!raf_stmt_bound_to(s, RAF_DIALECT_CUBLAS) ||
       (s->op != RAF_OP_MATMUL && s->op != RAF_OP_CALL && !attention))
     return sc;
-  sc.workspace = 0;
-  sc.bytes = RAF_CUBLAS_WORKSPACE_BYTES;
+  sc.bytes = RAF_CUBLAS_WORKSPACE_BYTES; /* the workspace, first */
   if (!attention || s->noperands < (grad ? 4 : 3))
     return sc;
   const raf_type *q = s->operands[grad ? 1 : 0].value->type,

@@ -140,10 +140,12 @@ bool raf_mem_is_called(const raf_func *f);
 #define RAF_CUBLAS_WORKSPACE_BYTES ((int64_t)32 << 20)
 
 /* A statement's scratch: its size and where its parts start, in bytes
- * from its start (each 64-aligned; -1 for a part it has not). */
+ * from its start (each 64-aligned; -1 for a part it has not). A cublas
+ * statement's scratch starts with cuBLASLt's workspace
+ * (RAF_CUBLAS_WORKSPACE_BYTES), so that every product finds it at the
+ * scratch's start. */
 typedef struct raf_scratch {
   int64_t bytes;     /* the whole; 0 when the kernel needs none */
-  int64_t workspace; /* cuBLASLt's, RAF_CUBLAS_WORKSPACE_BYTES */
   int64_t scores;    /* attention: s, BH * L * S floats */
   int64_t dscores;   /* attention's gradient: dp, BH * L * S floats */
   int64_t probs;     /* attention in bf16 or f16: p, BH * L * S elements */

@@ -203,6 +203,11 @@ bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee) {
   return true;
 }
 
+bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d) {
+  const char *name = raf_stmt_attr_str(s, "dialect");
+  return name && strcmp(name, dialect_facts[d].name) == 0;
+}
+
 raf_dtype raf_stmt_key_dtype(const raf_stmt *s) {
   if (s->noperands > 0 && s->operands[0].value && s->operands[0].value->type)
     return s->operands[0].value->type->dtype;

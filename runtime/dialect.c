@@ -79,11 +79,6 @@ raf_mpi_stats raf_comm_stats_of(const raf_exec *ex) {
   return all;
 }
 
-bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
-  return name && strcmp(name, raf_dialect_get(d)->name) == 0;
-}
-
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d) {
   return d >= 0 && d < RAF_DIALECT_COUNT ? hooks[d] : NULL;
 }

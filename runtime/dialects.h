@@ -51,10 +51,6 @@ int *raf_stmt_inplace(const raf_stmt *s, bool *oom);
 /* Whether two such arrays of n results (either may be NULL) are the same. */
 bool raf_inplace_equal(const int *a, const int *b, int n);
 
-/* Whether s carries the dispatch pass's annotation {dialect = "D"} for
- * dialect d: what a prepare hook looks for in the module. */
-bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d);
-
 /* The hooks of dialect d, or NULL when it has none. */
 const raf_dialect_hooks *raf_dialect_hooks_of(raf_dialect d);
 

@@ -228,6 +228,12 @@ typedef struct lt_args {
   const void *bias, *aux;
 } lt_args;
 
+/* The workspace of k's products: the start of its planned scratch
+ * (raf_scratch), else the state's. */
+static void *workspace_of(cublas_state *st, const raf_kernel *k) {
+  return k->scratch ? k->scratch : st->workspace;
+}
+
 static raf_status run_product(cublas_state *st, const raf_kernel *k,
                               const lt_plan *p, const lt_args *x) {
   /* cuBLASLt runs in the context current on the calling thread, which may
@@ -248,7 +254,7 @@ static raf_status run_product(cublas_state *st, const raf_kernel *k,
   if (s != CUBLAS_STATUS_SUCCESS)
     return fail(st, k, "cublasLtMatmulDescSetAttribute", s);
   cudaStream_t stream = (cudaStream_t)raf_device_stream(st->dev);
-  void *ws = cublas_workspace(st, k);
+  void *ws = workspace_of(st, k);
   if (!ws)
     return raf_kernel_fail(k, "cublas: no workspace (planned or the "
                               "dialect's)");
@@ -257,12 +263,6 @@ static raf_status run_product(cublas_state *st, const raf_kernel *k,
                          RAF_CUBLAS_WORKSPACE, stream);
   return s == CUBLAS_STATUS_SUCCESS ? RAF_OK
                                     : fail(st, k, "cublasLtMatmul", s);
-}
-
-void *cublas_workspace(cublas_state *st, const raf_kernel *k) {
-  raf_scratch sc = raf_mem_scratch_of(k->stmt);
-  return k->scratch && sc.workspace >= 0 ? (char *)k->scratch + sc.workspace
-                                         : st->workspace;
 }
 
 raf_status cublas_run(cublas_state *st, const raf_kernel *k, const lt_plan *p,
@@ -391,7 +391,9 @@ typedef struct epi_bound {
 } epi_bound;
 
 /* The index of callee value v among its arguments, or -1. */
-static int arg_index(const raf_value *v) { return v && !v->def ? v->index : -1; }
+static int arg_index(const raf_value *v) {
+  return v && !v->def ? v->index : -1;
+}
 
 /* The index of callee value v among what its return reads, or -1. */
 static int result_index(const raf_func *f, const raf_value *v) {

@@ -86,10 +86,6 @@ raf_status cublas_rowmajor(cublas_state *st, const raf_kernel *k,
                            int64_t sc, int64_t batch, float alpha,
                            float beta);
 
-/* The workspace of k's products: its planned scratch's, else the
- * state's. */
-void *cublas_workspace(cublas_state *st, const raf_kernel *k);
-
 /* The state of the executor k runs on, from what bind gave k; NULL when
  * the dialect was not prepared. */
 cublas_state *cublas_state_of(const raf_kernel *k);

@@ -82,11 +82,6 @@ raf_cuda_module *raf_cuda_hand_module(const raf_kernel *k) {
   return st ? st->hand : NULL;
 }
 
-static bool is_cuda(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
-  return d && strcmp(d, "cuda") == 0;
-}
-
 static compiled *find_call(cuda_state *st, const raf_func *f,
                            const int *inplace) {
   for (int i = 0; i < st->n; i++)
@@ -294,7 +289,7 @@ static bool runs_alone(cuda_state *st, const raf_module *m,
       if (s->op != RAF_OP_CALL || s->callee != g)
         continue;
       called = true;
-      if (!is_cuda(s) || !bind(st, s))
+      if (!raf_stmt_bound_to(s, RAF_DIALECT_CUDA) || !bind(st, s))
         return true;
     }
   return !called;
@@ -306,7 +301,7 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   const raf_stmt *first = NULL;
   for (raf_func *g = m->first; g && !first; g = g->next)
     for (raf_stmt *s = g->first; s && !first; s = s->next)
-      if (is_cuda(s))
+      if (raf_stmt_bound_to(s, RAF_DIALECT_CUDA))
         first = s;
   if (!first)
     return RAF_OK;
@@ -335,14 +330,14 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
    * own only when some call of it runs them one by one. */
   for (raf_func *g = m->first; g; g = g->next)
     for (raf_stmt *s = g->first; s; s = s->next)
-      if (is_cuda(s) && s->op == RAF_OP_CALL &&
+      if (raf_stmt_bound_to(s, RAF_DIALECT_CUDA) && s->op == RAF_OP_CALL &&
           prepare_stmt(st, ctx, s) != RAF_OK)
         return RAF_ERROR;
   for (raf_func *g = m->first; g; g = g->next) {
     if (raf_attrs_find(&g->attrs, "fused") && !runs_alone(st, m, g))
       continue;
     for (raf_stmt *s = g->first; s; s = s->next)
-      if (is_cuda(s) && s->op != RAF_OP_CALL &&
+      if (raf_stmt_bound_to(s, RAF_DIALECT_CUDA) && s->op != RAF_OP_CALL &&
           prepare_stmt(st, ctx, s) != RAF_OK)
         return RAF_ERROR;
   }
