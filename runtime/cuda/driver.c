@@ -5,6 +5,12 @@
  * RAF_CUDA_ABI_VERSION: the driver returns the versioned function
  * (cuMemAlloc_v2 for cuMemAlloc) whose parameters match that version's
  * cuda.h, whatever newer versions it also has.
+ *
+ * Once cuInit has been called the library stays loaded for the life of
+ * the process: the driver starts threads and registers handlers that
+ * outlive any context, and unloading it under them is undefined (and
+ * crashes some drivers at exit). Only a library that was never
+ * initialised is closed again.
  */
 #include "runtime/cuda/driver.h"
 
@@ -94,6 +100,8 @@ raf_status raf_cuda_driver_load(raf_ctx *ctx, const char *library,
     memcpy(&drv->name, &pfn, sizeof pfn);
 #include "runtime/cuda/driver.def"
 #undef CU_ENTRY
+  /* From here on the library is never closed (the file's comment). */
+  drv->initialized = ok;
   CUresult r = ok ? drv->cuInit(0) : CUDA_SUCCESS;
   if (ok && r != CUDA_SUCCESS) {
     char why[256];
@@ -123,6 +131,8 @@ raf_status raf_cuda_driver_load(raf_ctx *ctx, const char *library,
 void raf_cuda_driver_unload(raf_cuda_driver *drv) {
   if (!drv)
     return;
-  dlclose(drv->library);
+  /* After cuInit the handle is left open on purpose: see the top. */
+  if (!drv->initialized)
+    dlclose(drv->library);
   free(drv);
 }

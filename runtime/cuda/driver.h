@@ -23,7 +23,8 @@ enum { RAF_CUDA_ABI_VERSION = 12000 };
 #define RAF_CUDA_DRIVER_LIBRARY "libcuda.so.1"
 
 typedef struct raf_cuda_driver {
-  void *library; /* dlopen's handle */
+  void *library;    /* dlopen's handle */
+  bool initialized; /* cuInit was called: the library is never closed */
   int version;   /* the driver's CUDA version: 12040 for 12.4 */
 #define CU_ENTRY(name, params) CUresult(CUDAAPI *name) params;
 #include "runtime/cuda/driver.def"
@@ -42,7 +43,9 @@ typedef struct raf_cuda_driver {
  */
 raf_status raf_cuda_driver_load(raf_ctx *ctx, const char *library,
                                 raf_cuda_driver **out);
-/* NULL is ignored. */
+/* Frees drv; NULL is ignored. The library itself stays loaded once cuInit
+ * has been called on it (unloading the driver after cuInit is unsafe): it
+ * is the process's until exit. */
 void raf_cuda_driver_unload(raf_cuda_driver *drv);
 
 /* "out of memory (CUDA_ERROR_OUT_OF_MEMORY)": r in words, into buf. */

@@ -9,7 +9,9 @@
  * RAF_TEST_FAKE_CUDA=1 (CTest sets it, with LD_LIBRARY_PATH on the fake
  * driver of test/cuda/fake_driver.c), the same operations on the cuda
  * device, a machine without a GPU, a driver that lacks an entry point,
- * and a cpu statement refused on the cuda executor. Its device pointers
+ * and a cpu statement refused on the cuda executor, and that the driver
+ * library stays loaded after it was initialised and let go of (unloading
+ * it after cuInit is unsafe). Its device pointers
  * crash the host if read directly, so passing means nothing did.
  *
  * `test_device --gpu` runs the cuda part on this machine's own driver and
@@ -23,6 +25,7 @@
 #include "runtime/cuda/module.h"
 #endif
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,6 +250,12 @@ static void test_cuda(bool fake) {
   int count = 0;
   CHECK(raf_device_count(ctx, RAF_DEVICE_CUDA, &count) == RAF_OK &&
         count >= 1);
+  /* raf_device_count loaded the driver, called cuInit and let it go: the
+   * library must still be mapped (RTLD_NOLOAD finds it, opens nothing). */
+  void *still = dlopen(RAF_CUDA_DRIVER_LIBRARY, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(still != NULL);
+  if (still)
+    dlclose(still);
   raf_device *d = NULL;
   CHECK(raf_device_open(ctx, RAF_DEVICE_CUDA, 0, &d) == RAF_OK && d);
   if (!d) {
