@@ -434,8 +434,8 @@ static void read_stmt(reader *rd, int k) {
 }
 
 /* Reads the scratch of the statement at position k: a planned one of the
- * size its kernel needs (raf_mem_scratch_of), at an aligned place of the
- * arena. */
+ * size its kernel needs (raf_mem_scratch_of), at a place of the arena
+ * aligned to RAF_MEM_SCRATCH_ALIGN (cuBLASLt's workspace needs 256). */
 static void read_scratch(reader *rd, int k) {
   raf_mem_plan *p = rd->p;
   raf_stmt *s = p->stmt[k];
@@ -447,10 +447,13 @@ static void read_scratch(reader *rd, int k) {
   if (bytes == 0)
     bad(rd, loc, "%s has a scratch but its kernel needs none",
         raf_op_table[s->op].name);
-  else if (o < 0 || o % RAF_MEM_ALIGN || o > p->arena || bytes > p->arena - o)
-    bad(rd, loc, "the scratch of %s (%lld bytes) at offset %lld is not an "
-        "aligned place in the arena of %lld bytes", raf_op_table[s->op].name,
-        (long long)bytes, (long long)o, (long long)p->arena);
+  else if (o < 0 || o % RAF_MEM_SCRATCH_ALIGN || o > p->arena ||
+           bytes > p->arena - o)
+    bad(rd, loc, "the scratch of %s (%lld bytes) at offset %lld is not a "
+        "%d-byte aligned place in the arena of %lld bytes",
+        raf_op_table[s->op].name,
+        (long long)bytes, (long long)o, RAF_MEM_SCRATCH_ALIGN,
+        (long long)p->arena);
   else
     p->scratch[k] = o;
 }

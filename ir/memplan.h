@@ -31,6 +31,10 @@
 #include "ir/ir.h"
 
 #define RAF_MEM_ALIGN 64
+/* A statement's scratch is placed at this alignment: cuBLASLt's workspace
+ * (the start of a cublas statement's scratch) must be 256-byte aligned,
+ * and cuMemAlloc's arenas are at least that, so arena + offset is too. */
+#define RAF_MEM_SCRATCH_ALIGN 256
 
 /* Where a value lives during a call of its function. */
 typedef enum raf_mem_kind {

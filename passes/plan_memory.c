@@ -53,7 +53,8 @@
  * Scratch. A library kernel's scratch (cuBLASLt's workspace, attention's
  * scores: raf_mem_scratch_of, by the statement's dialect) is a buffer
  * alive at its statement's position alone, placed like the others, so
- * that the arena holds everything the device uses. It is known only once
+ * that the arena holds everything the device uses, but at an offset
+ * aligned to RAF_MEM_SCRATCH_ALIGN (256: cuBLASLt's workspace must be). It is known only once
  * dispatch has chosen the dialects: plan after it.
  *
  * Output: {arena = BYTES} on each function; {offsets = [..]} on each
@@ -80,6 +81,7 @@ typedef struct buffer {
   int64_t offset;
   int home;       /* -1: the arena; else the argument whose buffer it is */
   int second;     /* an argument's: the value that first overwrote it, -1 */
+  int64_t align;  /* its offset's alignment: RAF_MEM_ALIGN, or scratch's */
 } buffer;
 
 /* A buffer's size in the arena: its bytes rounded up to 64, and for one of
@@ -109,8 +111,14 @@ static int by_size(const void *a, const void *b) {
   return x->index - y->index;
 }
 
+/* at rounded up to a multiple of align. */
+static int64_t round_up(int64_t at, int64_t align) {
+  return (at + align - 1) / align * align;
+}
+
 /* Places the buffers in the given order; returns the arena size, or -1
- * when out of memory. offsets[b] receives buffer b's place. */
+ * when out of memory. offsets[b] receives buffer b's place, a multiple of
+ * its alignment. */
 static int64_t place(const buffer *bufs, int n, const int *order,
                      int64_t *offsets) {
   int *placed = malloc(sizeof *placed * (size_t)(n + 1)); /* by offset */
@@ -127,20 +135,21 @@ static int64_t place(const buffer *bufs, int n, const int *order,
       offsets[b] = 0;
       continue;
     }
+    int64_t align = x->align;
     int64_t prev_end = 0, best = -1, best_gap = INT64_MAX;
     for (int j = 0; j < nplaced; j++) {
       const buffer *y = &bufs[placed[j]];
       if (y->home >= 0 || y->start > x->end || x->start > y->end)
         continue; /* never alive together */
-      int64_t at = offsets[placed[j]];
-      if (at - prev_end >= x->size && at - prev_end < best_gap) {
-        best = prev_end;
-        best_gap = at - prev_end;
+      int64_t at = offsets[placed[j]], from = round_up(prev_end, align);
+      if (at - from >= x->size && at - from < best_gap) {
+        best = from;
+        best_gap = at - from;
       }
       if (at + y->size > prev_end)
         prev_end = at + y->size;
     }
-    offsets[b] = best >= 0 ? best : prev_end;
+    offsets[b] = best >= 0 ? best : round_up(prev_end, align);
     int j = nplaced++;
     while (j > 0 && offsets[placed[j - 1]] > offsets[b]) {
       placed[j] = placed[j - 1];
@@ -371,7 +380,7 @@ static void donate(raf_mem_plan *p, buffer *bufs, int *nbufs, int *buf_of,
     if (staged) { /* its place in the arena, for its statement only */
       buf_of[id] = *nbufs;
       bufs[(*nbufs)++] = (buffer){v->def, v->def, raf_plan_memory_padded(v->bytes),
-                                  0, -1, -1};
+                                  0, -1, -1, RAF_MEM_ALIGN};
     }
   } else {
     if (b->second >= 0) { /* the chain gets a buffer in the arena */
@@ -384,7 +393,8 @@ static void donate(raf_mem_plan *p, buffer *bufs, int *nbufs, int *buf_of,
       v->kind = RAF_MEM_ARENA;
       buf_of[id] = *nbufs;
       bufs[(*nbufs)++] = (buffer){v->def, v->last,
-                                  raf_plan_memory_padded(v->bytes), 0, -1, -1};
+                                  raf_plan_memory_padded(v->bytes), 0, -1, -1,
+                                  RAF_MEM_ALIGN};
     }
   }
   buf_of[a] = -1;
@@ -422,7 +432,7 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
   for (int a = 0; rc == RAF_OK && a < f->nargs; a++)
     if (donatable[a] >= 0) {
       buf_of[a] = nbufs;
-      bufs[nbufs++] = (buffer){-1, p.v[a].last, 0, 0, a, -1};
+      bufs[nbufs++] = (buffer){-1, p.v[a].last, 0, 0, a, -1, RAF_MEM_ALIGN};
     }
   /* In place: each result joins the buffer of an operand it may
    * overwrite, in the arena or a donatable argument's, but for an
@@ -458,7 +468,8 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
       if (v->inplace < 0) {
         buf_of[id] = nbufs;
         bufs[nbufs++] =
-            (buffer){k, v->last, raf_plan_memory_padded(v->bytes), 0, -1, -1};
+            (buffer){k, v->last, raf_plan_memory_padded(v->bytes), 0, -1, -1,
+                     RAF_MEM_ALIGN};
       }
     }
   }
@@ -471,7 +482,8 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
     scratch_buf[k] = bytes > 0 ? nbufs : -1;
     if (bytes > 0)
       bufs[nbufs++] =
-          (buffer){k, k, raf_plan_memory_padded(bytes), 0, -1, -1};
+          (buffer){k, k, raf_plan_memory_padded(bytes), 0, -1, -1,
+                   RAF_MEM_SCRATCH_ALIGN};
   }
   int64_t arena = 0;
   if (rc == RAF_OK)

@@ -258,6 +258,13 @@ static raf_status run_product(cublas_state *st, const raf_kernel *k,
   if (!ws)
     return raf_kernel_fail(k, "cublas: no workspace (planned or the "
                               "dialect's)");
+  /* cuBLASLt needs a 256-byte aligned workspace; the plan places scratch
+   * so (RAF_MEM_SCRATCH_ALIGN) and cuMemAlloc's blocks are, so this only
+   * fails on a plan or an allocator that broke the rule. */
+  if ((uintptr_t)ws % RAF_MEM_SCRATCH_ALIGN)
+    return raf_kernel_fail(k, "cublas: the workspace at %p is not %d-byte "
+                              "aligned (cuBLASLt needs it)",
+                           ws, RAF_MEM_SCRATCH_ALIGN);
   s = lt->cublasLtMatmul(st->handle, p->desc, &x->alpha, x->a, p->a, x->b,
                          p->b, &x->beta, x->c, p->c, x->d, p->c, &p->algo, ws,
                          RAF_CUBLAS_WORKSPACE, stream);
