@@ -1,11 +1,57 @@
 # embed_ptx.cmake: writes OUT, a C file that defines raf_cuda_embedded_ptx
 # (runtime/cuda/module.h) over the PTX files PTX_FILES (a ;-list, each
 # named NAME.ptx), as NUL-terminated byte arrays. Run with cmake -P.
+#
+# The PTX ISA version. nvcc writes its own toolkit's (`.version 9.0` for
+# CUDA 13), and a driver refuses PTX newer than it knows, so PTX straight
+# from a CUDA 13 nvcc would load on CUDA 13 drivers only. raf supports
+# drivers from CUDA 12.0 on, whose ISA is 8.0: a `.version` above
+# PTX_VERSION (8.0) is rewritten to it. That is safe because the kernels
+# are compute_80 code in plain CUDA C (no inline PTX, no intrinsics of
+# newer ISAs), and nvcc only uses an ISA's newer features when the source
+# or a newer target asks for them; and it is checked, not assumed: when
+# PTXAS (the toolkit's ptxas) is given, each rewritten file is assembled
+# for its `.target`, and ptxas refuses any feature the declared ISA lacks
+# ("Feature '...' requires PTX ISA .version 8.3 or later"), which fails
+# the build here rather than the load on an older driver.
+if(NOT PTX_VERSION)
+  set(PTX_VERSION 8.0)
+endif()
 set(body "")
 set(table "")
 foreach(ptx ${PTX_FILES})
   get_filename_component(name ${ptx} NAME_WE)
-  file(READ ${ptx} hex HEX)
+  get_filename_component(dir ${ptx} DIRECTORY)
+  file(READ ${ptx} text)
+  # A newline first, so that a directive on the first line matches too.
+  set(text "\n${text}")
+  if(NOT text MATCHES "\n\\.version ([0-9]+\\.[0-9]+)\n")
+    message(FATAL_ERROR "${ptx}: no .version directive")
+  endif()
+  set(version ${CMAKE_MATCH_1})
+  if(version VERSION_GREATER PTX_VERSION)
+    string(REPLACE "\n.version ${version}\n" "\n.version ${PTX_VERSION}\n"
+           text "${text}")
+  endif()
+  string(SUBSTRING "${text}" 1 -1 text)
+  set(pinned ${dir}/${name}.embedded.ptx)
+  file(WRITE ${pinned} "${text}")
+  if(PTXAS)
+    if(NOT text MATCHES "(^|\n)\\.target (sm_[0-9a-z]+)")
+      message(FATAL_ERROR "${ptx}: no .target directive")
+    endif()
+    execute_process(
+      COMMAND ${PTXAS} -arch=${CMAKE_MATCH_2} -o ${dir}/${name}.check.cubin
+              ${pinned}
+      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+    file(REMOVE ${dir}/${name}.check.cubin)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${ptx} (nvcc's .version ${version}) does not "
+              "assemble as PTX ISA ${PTX_VERSION}, the newest a CUDA 12.0 "
+              "driver loads: the kernel uses a newer feature.\n${out}")
+    endif()
+  endif()
+  file(READ ${pinned} hex HEX)
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,)" "\\1\n" bytes "${bytes}")
   string(APPEND body "static const char ptx_${name}[] = {\n${bytes}0x00};\n")
