@@ -34,6 +34,8 @@
 #   f  gpt2-epi    gpt2-f32 with fuse{patterns=matmul-epilogue} (bias,
 #                  GELU, its derivative and the bias gradients in
 #                  cuBLASLt's epilogues), and gpt2-f32's time over it
+# A part whose figure is missing (not printed, empty, nan) fails, and so does
+# one whose comparison has nothing to compare with: scripts/gpu-check-lib.sh.
 # PYTHON (default python3) runs the Python parts; TORCH_SECONDS (default 95)
 # limits PyTorch's GPT-2 runs within their part, so that the modes done
 # before it still print. CHECK_DEVICE (default
@@ -42,6 +44,8 @@
 # for their limits).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/gpu-check-lib.sh
+. "$here/scripts/gpu-check-lib.sh" || exit 2
 arg=${1:-$here}
 if [ -f "$arg" ]; then
   dest=$(dirname "$(realpath "$arg")")
@@ -95,12 +99,16 @@ part() {
   fi
 }
 
-# median ms of a raf-run --log after the warm-up steps
+# median ms of a raf-run --log after the warm-up steps; nothing when there
+# is none (no log, too few steps), which `figure` then refuses
 median_ms() { # LOG WARMUP
   "$PY" -c '
 import json, sys
-ms = sorted(json.loads(l)["ms"] for l in open(sys.argv[1]))[int(sys.argv[2]):]
-print(ms[len(ms) // 2] if ms else "nan")' "$1" "$2"
+try:
+    ms = sorted(json.loads(l)["ms"] for l in open(sys.argv[1]))[int(sys.argv[2]):]
+except (OSError, ValueError, KeyError):
+    ms = []
+print(ms[len(ms) // 2] if ms else "")' "$1" "$2"
 }
 # f32 elements of the params of a .raf model
 param_count() { # MODEL
@@ -116,10 +124,12 @@ for _, t, _ in gen_adamw.params(open(sys.argv[1]).read()):
     n += k
 print(n)' "$1" "$B/bench"
 }
-export -f median_ms param_count
+export -f median_ms param_count figure at_least
 
 devices() {
-  "$B/bin/raf-run" --device="$DEVICE" --list-devices
+  out=$("$B/bin/raf-run" --device="$DEVICE" --list-devices) || exit 1
+  [ -n "$out" ] || { echo "raf-run --list-devices listed no device" >&2; exit 1; }
+  echo "$out"
 }
 test_device() {
   "$B/bin/test_device" --gpu >&2
@@ -138,10 +148,12 @@ lit_cuda() {
   cat "$W/lit-cuda.txt" >&2
   grep -q "UNSUPPORTED: raf" "$W/lit-cuda.txt" &&
     echo "some tests UNSUPPORTED: lit found no cuda feature" >&2
-  echo "$(grep -cE '^(PASS|XFAIL):' "$W/lit-cuda.txt") passed," \
+  passed=$(grep -cE '^(PASS|XFAIL):' "$W/lit-cuda.txt")
+  echo "$passed passed," \
     "$(grep -cE '^(FAIL|XPASS):' "$W/lit-cuda.txt") failed," \
     "$(grep -c '^UNSUPPORTED:' "$W/lit-cuda.txt") unsupported of ${#tests[@]}"
-  exit $rc
+  [ $rc -ne 0 ] && exit $rc
+  [ "$passed" -gt 0 ] || { echo "no lit test passed" >&2; exit 1; }
 }
 mlp() {
   set -e
@@ -161,12 +173,15 @@ mlp() {
     --function=accuracy --load="$d/mlp.safetensors" \
     --input=x=@"$d/data/test_x.npy" --input=labels=@"$d/data/test_y.npy" |
     tail -1 | grep -oE '[0-9]+\.[0-9]+([eE][-+]?[0-9]+)?' | tail -1)
+  ms=$(median_ms "$d/train.jsonl" 10)
+  figure "test accuracy (eval.raf printed none)" "$acc"
+  figure "median step time (no steps in train.jsonl)" "$ms"
   "$PY" -c '
 import sys
 acc, ms, s = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 print(f"test accuracy {100 * acc:.2f}% after 3000 steps (needs 85%), "
-      f"median step {ms:.3f} ms, training {s} s")
-sys.exit(acc < 0.85)' "${acc:-nan}" "$(median_ms "$d/train.jsonl" 10)" "$train_s"
+      f"median step {ms:.3f} ms, training {s} s")' "$acc" "$ms" "$train_s"
+  at_least "test accuracy" "$acc" 0.85
 }
 gpt2_model() { # the model and its batches in $W/gpt2 (once)
   d=$W/gpt2
@@ -187,7 +202,10 @@ gpt2() { # PIPELINE NAME
     --steps=$((WARMUP + STEPS)) --dataset=x=@"$d/x.npy" \
     --dataset=y=@"$d/y.npy" --log="$d/$2.jsonl" > /dev/null
   ms=$(median_ms "$d/$2.jsonl" $WARMUP)
+  figure "ms/step (no steps in $2.jsonl)" "$ms"
   echo "$ms" > "$d/$2.ms"
+  n=$(param_count "$d/gpt2.raf")
+  figure "parameter count of gpt2.raf" "$n"
   "$PY" -c '
 import sys
 ms, n, L, C, T, B, peak = map(float, sys.argv[1:8])
@@ -195,7 +213,7 @@ flops = (6 * n + 6 * L * C * T) * B * T  # llm.c: gpt2_estimate_mfu
 print(f"{ms:.1f} ms/step, {B * T / ms * 1e3:,.0f} tokens/s, "
       f"MFU {100 * flops / (ms * 1e-3) / peak:.1f}% (of {peak / 1e12:.0f} "
       f"TFLOP/s bf16 dense; N = {n:,.0f})")' \
-    "$ms" "$(param_count "$d/gpt2.raf")" $L $C $T $BATCH $PEAK
+    "$ms" "$n" $L $C $T $BATCH $PEAK
 }
 gpt2_f32() {
   gpt2 "autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse,dispatch{device=$DEVICE},plan-memory" f32
@@ -205,13 +223,12 @@ gpt2_bf16() {
 }
 gpt2_epilogue() { # f32 with the cuBLASLt epilogues, against gpt2-f32
   gpt2 "autodiff,optimizer{kind=adamw lr=3e-4},inline,fuse{patterns=matmul-epilogue},dispatch{device=$DEVICE},plan-memory" f32-epilogue
+  f32=$(cat "$W/gpt2/f32.ms" 2>/dev/null || true)
+  figure "gpt2-f32 figure to compare with (its part failed)" "$f32" || exit 1
   "$PY" -c '
 import sys
-try:
-    f32 = float(open(sys.argv[1]).read())
-    print(f"gpt2-f32 / with epilogues: {f32 / float(open(sys.argv[2]).read()):.2f}x")
-except (OSError, ValueError):
-    print("gpt2-f32: no figure to compare")' "$W/gpt2/f32.ms" "$W/gpt2/f32-epilogue.ms"
+f32, epi = float(sys.argv[1]), float(open(sys.argv[2]).read())
+print(f"gpt2-f32 / with epilogues: {f32 / epi:.2f}x")' "$f32" "$W/gpt2/f32-epilogue.ms"
 }
 gpt2_torch() {
   d=$W/gpt2
@@ -229,21 +246,34 @@ def raf(name):
         return float(open(os.path.join(d, name + ".ms")).read())
     except (OSError, ValueError):
         return None
+missing, lines = [], 0
 for line in open(os.path.join(d, "torch.jsonl")):
     r = json.loads(line)
-    mine = raf("bf16" if r["mode"].endswith("bf16") else "f32")
+    name = "bf16" if r["mode"].endswith("bf16") else "f32"
+    mine = raf(name)
     vs = (f"torch/raf {r['ms'] / mine:.2f}x" if mine else "raf: no figure")
     print(f"{r['mode']:<13} {r['ms']:.1f} ms/step; {vs}")
+    lines += 1
+    if not mine and name not in missing:
+        missing.append(name)
+# A part fails without its figures: torch's, or raf's to compare them with.
+if not lines:
+    sys.exit("gpu_gpt2_torch.py printed no figure")
+if missing:
+    sys.exit("no raf figure to compare with (gpt2-" + ", gpt2-".join(missing) + " failed)")
 PY
+  figs=$?
   [ $rc -eq 124 ] && echo "gpu_gpt2_torch.py: timed out after ${TORCH_SECONDS:-95} s" >&2
-  exit $rc
+  [ $rc -ne 0 ] && exit $rc
+  exit $figs
 }
 copy_bw() {
   "$PY" "$B/bench/gpu_copy_bw.py" > "$W/copy.json" || exit 1
   "$PY" -c 'import json, sys; r = json.load(open(sys.argv[1]))
 print(f"torch y.copy_(x), 2 x 1 GiB f32: {r[\"gbs\"]:.0f} GB/s (read + write)")' "$W/copy.json"
 }
-pct_of_copy() { # BYTES MS WHAT
+pct_of_copy() { # BYTES MS WHAT: fails without MS or the copy's figure
+  figure "median time of $3" "$2" || return 1
   "$PY" -c '
 import json, sys
 nbytes, ms, what = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
@@ -252,8 +282,11 @@ try:
     ref = json.load(open(sys.argv[4]))["gbs"]
     vs = f"{100 * gbs / ref:.0f}% of the copy bandwidth"
 except (OSError, ValueError, KeyError):
-    vs = "no copy bandwidth to compare"
-print(f"{what}: {ms:.3f} ms, {gbs:.0f} GB/s, {vs}")' "$1" "$2" "$3" "$W/copy.json"
+    ref, vs = None, "no copy bandwidth to compare"
+print(f"{what}: {ms:.3f} ms, {gbs:.0f} GB/s, {vs}")
+if ref is None:
+    sys.exit("no copy bandwidth to compare with (the copy-bw part failed)")' \
+    "$1" "$2" "$3" "$W/copy.json"
 }
 export -f pct_of_copy
 elementwise() {
