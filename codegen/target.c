@@ -4,9 +4,11 @@
  * and LLVMGetHostCPUFeatures), so the loop vectorizer uses AVX2 or
  * AVX-512 where they are; on AVX-512 machines the functions ask for 512-bit
  * vectors (LLVM prefers 256 by default). NVPTX modules that call libdevice
- * link it from the CUDA toolkit ($RAF_LIBDEVICE, $CUDA_HOME, /usr/local/cuda
- * or Debian's nvidia-cuda-toolkit), with nvvm-reflect-ftz = 0 (IEEE
- * denormals), and keep only their kernels external.
+ * link it ($RAF_LIBDEVICE; nvvm/libdevice beside the executable's bin/, as
+ * scripts/gpu-bundle.sh ships it, since a GPU machine's nvcc may come from
+ * pip or conda and have no /usr/local/cuda; $CUDA_HOME; $CONDA_PREFIX;
+ * /usr/local/cuda or Debian's nvidia-cuda-toolkit), with nvvm-reflect-ftz
+ * = 0 (IEEE denormals), and keep only their kernels external.
  */
 #include "codegen/target.h"
 #include "codegen/codegen.h"
@@ -169,15 +171,35 @@ bool cg_verify(LLVMModuleRef M, char *why, size_t size) {
   return true;
 }
 
+/* The folder above the running executable's (BUNDLE for BUNDLE/bin/raf-run)
+ * into dir; false when /proc does not say. */
+static bool exe_root(char *dir, size_t size) {
+  ssize_t n = readlink("/proc/self/exe", dir, size - 1);
+  if (n <= 0 || (size_t)n >= size - 1)
+    return false;
+  dir[n] = '\0';
+  for (int cut = 0; cut < 2; cut++) { /* drop the file, then bin/ */
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+      return false;
+    *slash = '\0';
+  }
+  return true;
+}
+
 static bool find_libdevice(char *path, size_t size) {
   const char *env = getenv("RAF_LIBDEVICE");
   if (env && *env) {
     snprintf(path, size, "%s", env);
     return access(path, R_OK) == 0;
   }
-  const char *home = getenv("CUDA_HOME");
-  const char *dirs[] = {home, "/usr/local/cuda", "/usr/lib/cuda",
-                        "/usr/lib/nvidia-cuda-toolkit"};
+  /* The executable's own copy first: the one it was bundled and tested
+   * with (nvvm/libdevice/ in the bundle, the toolkit's layout). */
+  char root[2048]; /* short of path's 4096, with room for the rest */
+  bool rooted = exe_root(root, sizeof root);
+  const char *home = getenv("CUDA_HOME"), *conda = getenv("CONDA_PREFIX");
+  const char *dirs[] = {rooted ? root : NULL, home, conda, "/usr/local/cuda",
+                        "/usr/lib/cuda", "/usr/lib/nvidia-cuda-toolkit"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
     if (!dirs[i] || !*dirs[i])
       continue;
@@ -199,9 +221,21 @@ bool cg_link_libdevice(LLVMModuleRef M, char *why, size_t size) {
   if (!calls)
     return true;
   char path[4096];
-  if (!find_libdevice(path, sizeof path)) {
+  const char *env = getenv("RAF_LIBDEVICE");
+  bool found = find_libdevice(path, sizeof path);
+  if (!found && env && *env) {
+    snprintf(why, size, "libdevice.10.bc not found: RAF_LIBDEVICE names %s, "
+             "which cannot be read; the kernels call the CUDA math library",
+             env);
+    return false;
+  }
+  if (!found) {
     snprintf(why, size, "libdevice.10.bc not found (set RAF_LIBDEVICE or "
-             "CUDA_HOME); the kernels call the CUDA math library");
+             "CUDA_HOME; looked in nvvm/libdevice and libdevice under the "
+             "executable's folder's parent, $CUDA_HOME, $CONDA_PREFIX, "
+             "/usr/local/cuda, /usr/lib/cuda and "
+             "/usr/lib/nvidia-cuda-toolkit); the kernels call the CUDA math "
+             "library");
     return false;
   }
   LLVMMemoryBufferRef buf;

@@ -16,6 +16,10 @@
 #          $ORIGIN/../lib (a DT_RPATH, which, unlike DT_RUNPATH, also serves
 #          the libraries' own dependencies)
 #   lit/   Debian's llvm-19-tools' lit (pure Python)
+#   nvvm/libdevice/libdevice.10.bc  the CUDA math library codegen links
+#          into PTX kernels: a GPU machine whose nvcc came from pip or conda
+#          has no /usr/local/cuda to find it in; raf-opt and raf-run look
+#          here first (beside bin/), and gpu-check.sh sets RAF_LIBDEVICE
 #   test/, examples/, bench/, scripts/  the repository's tracked files there
 #   data/fashion-mnist/  the MLP example's data: Debian's, uncompressed, the
 #          first 50,000 of the 60,000 training images and the 10,000 test
@@ -107,6 +111,19 @@ strip --strip-unneeded "$stage"/lib/*.so*
 chmod 644 "$stage"/lib/*
 
 cp -r "$lit_src/lit" "$lit_src/lit.py" "$stage/lit/"
+# libdevice, where codegen finds it when it is not told (the toolkit's
+# layout, beside bin/): the toolkit's that CMake found, else the usual one.
+libdevice=${RAF_LIBDEVICE:-}
+for d in "${CUDA_HOME:-}" "$(sed -n 's/^CUDAToolkit_BIN_DIR:[A-Z]*=//p' "$build/CMakeCache.txt")/.." \
+    /usr/local/cuda; do
+  [ -n "$libdevice" ] && break
+  [ -n "$d" ] && [ -f "$d/nvvm/libdevice/libdevice.10.bc" ] &&
+    libdevice=$d/nvvm/libdevice/libdevice.10.bc
+done
+[ -n "$libdevice" ] && [ -f "$libdevice" ] ||
+  { echo "gpu-bundle.sh: no libdevice.10.bc (set RAF_LIBDEVICE)" >&2; exit 1; }
+mkdir -p "$stage/nvvm/libdevice"
+cp "$libdevice" "$stage/nvvm/libdevice/libdevice.10.bc"
 find "$stage/lit" -name __pycache__ -prune -exec rm -rf {} +
 git ls-files -z --cached --others --exclude-standard test examples bench scripts | xargs -0 cp --parents -t "$stage"
 python3 bench/gpu_data.py pack /usr/share/datasets/fashion-mnist \
@@ -118,8 +135,10 @@ moved=$root/build/raf-gpu-bundle/moved
 mv "$stage" "$moved"
 trap 'rm -rf "$moved.work"' EXIT
 check() {
+  # RAF_LIBDEVICE as gpu-check.sh sets it: the bundle's own libdevice.
   local env=(env -i PATH=/usr/bin:/bin HOME="$moved.work" \
-             LD_LIBRARY_PATH="$moved/lib")
+             LD_LIBRARY_PATH="$moved/lib" \
+             RAF_LIBDEVICE="$moved/nvvm/libdevice/libdevice.10.bc")
   mkdir -p "$moved.work"
   for b in raf-opt raf-run FileCheck; do
     # Outside lib/ only glibc's libraries (by their names); FileCheck has no

@@ -64,6 +64,12 @@ PY=${PYTHON:-python3}
 DEVICE=${CHECK_DEVICE:-cuda}
 export B W PY DEVICE
 export RAF_CACHE_DIR=$W/cache
+# Codegen's math library: the bundle's libdevice (scripts/gpu-bundle.sh), the
+# one raf was checked with; a GPU machine whose nvcc came from pip or conda
+# has none where codegen would look. RAF_LIBDEVICE set by hand wins.
+if [ -z "${RAF_LIBDEVICE:-}" ] && [ -f "$B/nvvm/libdevice/libdevice.10.bc" ]; then
+  export RAF_LIBDEVICE=$B/nvvm/libdevice/libdevice.10.bc
+fi
 total=${CHECK_SECONDS:-470}
 start=$SECONDS
 failed=0
