@@ -141,6 +141,18 @@ bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
 /* Frees out->ptx and clears *out (NULL is fine). */
 void raf_cg_ptx_free(raf_cg_ptx *out);
 
+/* The PTX name of a kernel made of the function `name`, into out: PTX
+ * identifiers are [A-Za-z0-9_$] (and start with a letter, or with _ or $
+ * and one more character), while raf's function names may hold dots
+ * (@f.grad). LLVM 19's NVPTX backend renames only internal globals with a
+ * dot (a.b to a_$_b) and would print a kernel named f.grad as is, which
+ * ptxas and the driver refuse; so codegen names its kernels this way
+ * itself, and the runtime looks up the name raf_cg_ptx's kernels[] give:
+ * every other character becomes "_$_" (as LLVM does: no raf name has a
+ * '$', so two names never meet), and a name that is "_" gets a second
+ * "_". Truncated to size - 1. */
+void raf_cg_ptx_name(const char *name, char *out, size_t size);
+
 /* ---- The on-disk kernel cache, for what the runtime compiles -------------
  * The cache of the JIT and of raf_cg_compile_ptx (codegen/cache.h: the
  * directory is $RAF_CACHE_DIR, empty for none, else $XDG_CACHE_HOME/raf/

@@ -16,6 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+void raf_cg_ptx_name(const char *name, char *out, size_t size) {
+  size_t n = 0;
+  if (size == 0)
+    return;
+  for (const char *c = name; *c && n + 1 < size; c++) {
+    bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '_' || *c == '$';
+    const char *put = ok ? (char[2]){*c, 0} : "_$_";
+    for (; *put && n + 1 < size; put++)
+      out[n++] = *put;
+  }
+  if (n == 1 && out[0] == '_' && n + 1 < size)
+    out[n++] = '_';
+  out[n] = 0;
+}
+
 static bool is_fused(const raf_func *f) {
   const raf_attr *a = raf_attrs_find(&f->attrs, "fused");
   return a && a->kind == RAF_ATTR_BOOL && a->val.u.b;
@@ -137,8 +153,10 @@ bool raf_cg_compile_ptx(const raf_func *f, const char *arch, const char *name,
     *declined = true;
     return false;
   }
-  if (!name)
-    name = f->name;
+  /* The kernels' names as the PTX has them (raf_cg_ptx_name). */
+  char valid[200];
+  raf_cg_ptx_name(name ? name : f->name, valid, sizeof valid);
+  name = valid;
   LLVMTargetMachineRef tm = cg_nvptx_tm(arch ? arch : "sm_80", why, size);
   if (!tm) {
     cg_plan_free(&p);
@@ -204,12 +222,16 @@ raf_status raf_cg_emit(raf_ctx *ctx, const raf_module *m,
     }
     cg_options co = {ptx ? CG_NVPTX : CG_HOST,
                      ptx ? 0 : cg_vec_isa(host.features), NULL};
-    if (!cg_lower(&p, M, &co, f->name, why, sizeof why)) {
+    /* A kernel's name must be a PTX identifier (raf_cg_ptx_name). */
+    char valid[200];
+    raf_cg_ptx_name(f->name, valid, sizeof valid);
+    const char *name = ptx ? valid : f->name;
+    if (!cg_lower(&p, M, &co, name, why, sizeof why)) {
       raf_diag_report(ctx, f->loc, RAF_SEV_ERROR, "emit: @%s: %s", f->name,
                       why);
       rc = RAF_ERROR;
     } else if (ptx) {
-      print_launches(out, &p, f->name);
+      print_launches(out, &p, name);
     }
     cg_plan_free(&p);
   }
