@@ -4,28 +4,45 @@
  * It exports cuGetProcAddress_v2 only, as raf expects, and answers for
  * the entry points of runtime/cuda/driver.def: device memory is host
  * memory, copies and memsets are done at once, events read the clock.
- * Modules are PTX text whose .entry names are recorded; launches of
- * their functions run nothing: they are checked (device pointers as
- * parameters, a block of at most 1024 threads) and logged. Device
- * pointers are host addresses with bit 63 flipped, so that host code that
- * reads or writes device memory directly crashes rather than passes.
+ * Modules are PTX, parsed and checked as the driver's JIT does, and
+ * launches run their kernels in the PTX interpreter (test/cuda/ptx/), so
+ * every kernel computes what a GPU would. A kernel's fault (an illegal or
+ * misaligned address, a deadlock, a race on shared memory) is printed on
+ * stderr with its kernel, block, thread and PTX line, and becomes the
+ * context's sticky error, which every later call returns, as a real
+ * asynchronous failure does. Device pointers are host addresses with bit
+ * 63 flipped, so that host code that reads or writes device memory
+ * directly crashes rather than passes.
  *
  * The environment shapes the fake machine:
  *   RAF_FAKE_CUDA_DEVICES=N     how many GPUs (default 1; 0: cuInit says
  *                               CUDA_ERROR_NO_DEVICE, as a driver does on
  *                               a machine without a GPU)
  *   RAF_FAKE_CUDA_MISSING=name  an entry point cuGetProcAddress lacks
- *   RAF_FAKE_CUDA_CC=M.m        the compute capability (default 9.0)
- *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES") and
- *                               per launch ("launch NAME grid=X,Y,Z
- *                               block=X,Y,Z shared=N") appended to file
+ *   RAF_FAKE_CUDA_CC=M.m        the compute capability (default 9.0):
+ *                               a module whose .target it cannot run is
+ *                               refused (CUDA_ERROR_NO_BINARY_FOR_GPU)
+ *   RAF_FAKE_CUDA_VERSION=N     what cuDriverGetVersion says (default
+ *                               12040, CUDA 12.4, which takes PTX ISA up
+ *                               to 8.4; 12000 takes 8.0, 13000 takes 9.0):
+ *                               a newer .version is refused with
+ *                               CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+ *   RAF_FAKE_CUDA_MAX_INSNS=N   a launch running more than N instructions
+ *                               fails (CUDA_ERROR_LAUNCH_TIMEOUT), naming
+ *                               the kernel; default: no limit
+ *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES"), per
+ *                               launch ("launch NAME grid=X,Y,Z
+ *                               block=X,Y,Z shared=N params=...") and per
+ *                               fault ("fault REPORT") appended to file
+ *   RAF_FAKE_CUDA_STATS=file    a line per launch ("insns NAME N") with
+ *                               the instructions it executed
  *   RAF_FAKE_CUDA_DEVICE_LOG=file  a line per primary context retained
  *                               ("retain N", N the device's ordinal)
  *                               appended to file: which GPU a process took
  *   RAF_FAKE_CUDA_REJECT=1      every module load (and cuLinkAddData)
  *                               fails as a bad PTX does, with a JIT log
- * The JIT linker (cuLink*) gives the PTX back as the "cubin", and logs
- * "link NAME" per cuLinkComplete.
+ * The JIT linker (cuLink*) checks the PTX added, gives it back as the
+ * "cubin", and logs "link NAME" per cuLinkComplete.
  * Memory still allocated when the last primary context is released is
  * reported on stderr ("fake cuda: N allocations never freed").
  *
@@ -33,6 +50,7 @@
  * tests reach it through LD_LIBRARY_PATH.
  */
 #include "fake_common.h"
+#include "ptx/ptx.h"
 
 #include <cuda.h>
 
@@ -44,6 +62,19 @@
 #include <time.h>
 
 enum { FAKE_DRIVER_VERSION = 12040 };
+
+/* The first fault of a kernel: every later call returns it. */
+static CUresult sticky = CUDA_SUCCESS;
+#define STICKY()                                                             \
+  do {                                                                       \
+    if (sticky != CUDA_SUCCESS)                                              \
+      return sticky;                                                         \
+  } while (0)
+
+static int driver_version(void) {
+  const char *v = getenv("RAF_FAKE_CUDA_VERSION");
+  return v && *v ? atoi(v) : FAKE_DRIVER_VERSION;
+}
 
 
 static long live_allocations;
@@ -66,6 +97,20 @@ static CUresult fake_cuGetErrorString(CUresult e, const char **s) {
   case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
   case CUDA_ERROR_INVALID_PTX: *s = "a PTX JIT compilation failed"; break;
   case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    *s = "the provided PTX was compiled with an unsupported toolchain.";
+    break;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    *s = "no kernel image is available for execution on the device";
+    break;
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *s = "an illegal memory access was encountered";
+    break;
+  case CUDA_ERROR_MISALIGNED_ADDRESS: *s = "misaligned address"; break;
+  case CUDA_ERROR_LAUNCH_FAILED: *s = "unspecified launch failure"; break;
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+    *s = "the launch timed out and was terminated";
+    break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -80,6 +125,16 @@ static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
   case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
   case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; break;
   case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
+  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+    *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    break;
+  case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+  case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+    *s = "CUDA_ERROR_MISALIGNED_ADDRESS";
+    break;
+  case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
+  case CUDA_ERROR_LAUNCH_TIMEOUT: *s = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -91,7 +146,7 @@ static CUresult fake_cuInit(unsigned int flags) {
 }
 
 static CUresult fake_cuDriverGetVersion(int *v) {
-  *v = FAKE_DRIVER_VERSION;
+  *v = driver_version();
   return CUDA_SUCCESS;
 }
 
@@ -162,14 +217,20 @@ static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
   void *h = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
   if (!h)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  live_allocations++;
   *p = (CUdeviceptr)(uintptr_t)h ^ FAKE_DEVICE_BIT;
+  if (ptx_memory_add(*p, h, bytes ? bytes : 1) != PTX_OK) {
+    free(h);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  live_allocations++;
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuMemFree(CUdeviceptr p) {
   if (!(p & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE; /* a host pointer */
+  if (ptx_memory_remove(p) != PTX_OK)
+    return CUDA_ERROR_INVALID_VALUE; /* not an allocation's start */
   live_allocations--;
   free(host_of(p));
   return CUDA_SUCCESS;
@@ -179,7 +240,8 @@ static CUresult fake_cuMemFree(CUdeviceptr p) {
 static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
                                        size_t n, CUstream s) {
   (void)s;
-  if (!(dst & FAKE_DEVICE_BIT))
+  STICKY();
+  if (!(dst & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(dst, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(host_of(dst), src, n);
   return CUDA_SUCCESS;
@@ -188,7 +250,8 @@ static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
 static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
                                        CUstream s) {
   (void)s;
-  if (!(src & FAKE_DEVICE_BIT))
+  STICKY();
+  if (!(src & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(src, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, host_of(src), n);
   return CUDA_SUCCESS;
@@ -197,7 +260,9 @@ static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
 static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
                                        size_t n, CUstream s) {
   (void)s;
-  if (!(dst & FAKE_DEVICE_BIT) || !(src & FAKE_DEVICE_BIT))
+  STICKY();
+  if (!(dst & FAKE_DEVICE_BIT) || !(src & FAKE_DEVICE_BIT) ||
+      (n && (!ptx_memory_host(dst, n) || !ptx_memory_host(src, n))))
     return CUDA_ERROR_INVALID_VALUE;
   memmove(host_of(dst), host_of(src), n);
   return CUDA_SUCCESS;
@@ -206,7 +271,8 @@ static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
 static CUresult fake_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
                                      CUstream s) {
   (void)s;
-  if (!(p & FAKE_DEVICE_BIT))
+  STICKY();
+  if (!(p & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(p, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memset(host_of(p), v, n);
   return CUDA_SUCCESS;
@@ -223,6 +289,7 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
+  STICKY();
   return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -246,6 +313,7 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
 }
 
 static CUresult fake_cuEventSynchronize(CUevent e) {
+  STICKY();
   return *(int64_t *)e >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -262,20 +330,15 @@ static CUresult fake_cuEventDestroy(CUevent e) {
   return CUDA_SUCCESS;
 }
 
-/* A module: the .entry names of its PTX. */
-typedef struct fake_module {
-  int n;
-  char names[64][128];
-  int nparams[64]; /* the .param declarations of each entry */
-  /* their types, up to 16: 'p' .u64, 'f' .f32, 'd' .f64, 's' a struct
-   * (.align .b8 array), 'i' 32-bit integers */
-  char types[64][16];
-} fake_module;
-
+/* A function is a kernel of a loaded module, in a fixed table so that
+ * unloading its module makes a later launch of it fail. */
 typedef struct fake_function {
-  fake_module *module;
-  int index;
+  ptx_module *module;
+  ptx_kernel *kernel;
 } fake_function;
+
+static fake_function functions[4096];
+static int nfunctions;
 
 /* Copies msg into the JIT's error log buffer of the options, if given. */
 static void jit_error(unsigned n, const CUjit_option *o, void **v,
@@ -291,130 +354,159 @@ static void jit_error(unsigned n, const CUjit_option *o, void **v,
     snprintf(buf, size, "%s", msg);
 }
 
-/* Loads PTX text only (".version", ".target", then the .entry names),
- * running nothing; RAF_FAKE_CUDA_REJECT set rejects every module as the
- * driver's JIT does a bad PTX. */
-static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
-                                        unsigned int n, CUjit_option *o,
-                                        void **v) {
-  const char *ptx = image;
+static CUresult cuda_error(ptx_status st) {
+  switch (st) {
+  case PTX_OK: return CUDA_SUCCESS;
+  case PTX_INVALID_PTX: return CUDA_ERROR_INVALID_PTX;
+  case PTX_UNSUPPORTED_VERSION: return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+  case PTX_NO_BINARY: return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  case PTX_INVALID_VALUE: return CUDA_ERROR_INVALID_VALUE;
+  case PTX_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+  case PTX_ILLEGAL_ADDRESS: return CUDA_ERROR_ILLEGAL_ADDRESS;
+  case PTX_MISALIGNED_ADDRESS: return CUDA_ERROR_MISALIGNED_ADDRESS;
+  case PTX_DEADLOCK: case PTX_TOO_MANY_INSNS: return CUDA_ERROR_LAUNCH_TIMEOUT;
+  default: return CUDA_ERROR_LAUNCH_FAILED;
+  }
+}
+
+/* Parses and checks PTX as the driver's JIT does; the caller owns *m. */
+static CUresult compile(const char *ptx, unsigned n, const CUjit_option *o,
+                        void **v, ptx_module **m) {
   if (getenv("RAF_FAKE_CUDA_REJECT")) {
     jit_error(n, o, v, "ptxas fatal   : the fake driver rejects every PTX");
     return CUDA_ERROR_INVALID_PTX;
   }
-  if (!strstr(ptx, ".version") || !strstr(ptx, ".target")) {
-    jit_error(n, o, v, "ptxas fatal   : not PTX (no .version or .target)");
-    return CUDA_ERROR_INVALID_PTX;
-  }
-  fake_module *fm = calloc(1, sizeof *fm);
-  if (!fm)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  for (const char *p = strstr(ptx, ".entry "); p && fm->n < 64;
-       p = strstr(p + 7, ".entry ")) {
-    const char *name = p + 7;
-    size_t len = strcspn(name, "( \t\n");
-    if (len >= sizeof fm->names[0])
-      len = sizeof fm->names[0] - 1;
-    memcpy(fm->names[fm->n], name, len);
-    fm->names[fm->n][len] = '\0';
-    const char *open = strchr(name, '(');
-    const char *close = open ? strchr(open, ')') : NULL;
-    for (const char *q = close ? strstr(open, ".param") : NULL; q && q < close;
-         q = strstr(q + 6, ".param")) {
-      int np = fm->nparams[fm->n]++;
-      if (np < 16)
-        fm->types[fm->n][np] = strncmp(q, ".param .u64", 11) == 0     ? 'p'
-                               : strncmp(q, ".param .f32", 11) == 0   ? 'f'
-                               : strncmp(q, ".param .f64", 11) == 0   ? 'd'
-                               : strncmp(q, ".param .align", 13) == 0 ? 's'
-                                                                      : 'i';
-    }
-    fm->n++;
-  }
-  char names[1024] = "";
-  for (int i = 0; i < fm->n; i++)
-    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-             i ? "," : "", fm->names[i]);
+  ptx_device dev = {driver_version(), 9, 0};
+  const char *cc = getenv("RAF_FAKE_CUDA_CC");
+  if (cc && *cc && sscanf(cc, "%d.%d", &dev.cc_major, &dev.cc_minor) != 2)
+    return CUDA_ERROR_INVALID_VALUE;
+  char log[1024];
+  ptx_status st = ptx_module_load(ptx, &dev, m, log, sizeof log);
+  if (st != PTX_OK)
+    jit_error(n, o, v, log);
+  return cuda_error(st);
+}
+
+static CUresult fake_cuModuleLoadDataEx(CUmodule *m, const void *image,
+                                        unsigned int n, CUjit_option *o,
+                                        void **v) {
+  STICKY();
+  ptx_module *pm;
+  CUresult r = compile(image, n, o, v, &pm);
+  if (r != CUDA_SUCCESS)
+    return r;
+  char names[1024];
+  ptx_module_kernel_names(pm, names, sizeof names);
   fake_log("RAF_FAKE_CUDA_LOG", "load %s", names);
-  *m = (CUmodule)fm;
+  *m = (CUmodule)pm;
   return CUDA_SUCCESS;
 }
 
-/* A function is a (module, index) pair in a fixed table. */
-static fake_function functions[4096];
-static int nfunctions;
-
 static CUresult fake_cuModuleGetFunction(CUfunction *f, CUmodule m,
                                          const char *name) {
-  fake_module *fm = (fake_module *)m;
-  for (int i = 0; i < fm->n; i++)
-    if (strcmp(fm->names[i], name) == 0) {
-      if (nfunctions == (int)(sizeof functions / sizeof functions[0]))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-      functions[nfunctions] = (fake_function){fm, i};
-      *f = (CUfunction)&functions[nfunctions++];
+  STICKY();
+  ptx_kernel *k = ptx_module_kernel((ptx_module *)m, name);
+  if (!k)
+    return CUDA_ERROR_NOT_FOUND;
+  for (int i = 0; i < nfunctions; i++)
+    if (functions[i].kernel == k) {
+      *f = (CUfunction)&functions[i];
       return CUDA_SUCCESS;
     }
-  return CUDA_ERROR_NOT_FOUND;
+  if (nfunctions == (int)(sizeof functions / sizeof functions[0]))
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  functions[nfunctions] = (fake_function){(ptx_module *)m, k};
+  *f = (CUfunction)&functions[nfunctions++];
+  return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuModuleUnload(CUmodule m) {
   for (int i = 0; i < nfunctions; i++)
-    if (functions[i].module == (fake_module *)m)
-      functions[i].module = NULL; /* a launch of it is then refused */
-  free(m);
+    if (functions[i].module == (ptx_module *)m)
+      functions[i] = (fake_function){NULL, NULL}; /* a launch is refused */
+  ptx_module_free((ptx_module *)m);
   return CUDA_SUCCESS;
 }
 
-/* Runs nothing: checks the function and the geometry, and logs "launch
- * NAME grid=X,Y,Z block=X,Y,Z shared=N params=V,V,..." with each of the
- * (first 16) parameters its .entry declares: a 64-bit one as "ptr" when
- * it is a device pointer, else its value (a size; a host pointer would be
- * a huge number), 32-bit ones by value, a struct as "struct". */
-static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
-                                    unsigned gz, unsigned bx, unsigned by,
-                                    unsigned bz, unsigned shared, CUstream s,
-                                    void **params, void **extra) {
-  const fake_function *ff = (const fake_function *)f;
-  if (!ff || !ff->module || s != (CUstream)&token || extra ||
-      !gx || !gy || !gz || !bx || !by || !bz || bx * by * bz > 1024)
-    return CUDA_ERROR_INVALID_VALUE;
-  int np = ff->module->nparams[ff->index];
+/* The launch's line of the log: each parameter its .entry declares (the
+ * first 16): a 64-bit one as "ptr" when it is a device pointer, else its
+ * value (a size; a host pointer would be a huge number), 32-bit ones by
+ * value, a struct as "struct". */
+static void log_launch(const ptx_kernel *k, const unsigned g[3],
+                       const unsigned b[3], unsigned shared, void **params) {
   char vals[512] = "";
+  int np = ptx_kernel_param_count(k);
   for (int i = 0; i < np && i < 16; i++) {
     size_t len = strlen(vals);
-    char t = ff->module->types[ff->index][i];
-    if (!params || !params[i])
-      return CUDA_ERROR_INVALID_VALUE;
+    char t = ptx_kernel_param_kind(k, i);
+    const char *sep = i ? "," : "";
     if (t == 'p') {
       uint64_t v = *(const uint64_t *)params[i];
       if (v & FAKE_DEVICE_BIT)
-        snprintf(vals + len, sizeof vals - len, "%sptr", i ? "," : "");
+        snprintf(vals + len, sizeof vals - len, "%sptr", sep);
       else
-        snprintf(vals + len, sizeof vals - len, "%s%llu", i ? "," : "",
+        snprintf(vals + len, sizeof vals - len, "%s%llu", sep,
                  (unsigned long long)v);
     } else if (t == 'd') {
-      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+      snprintf(vals + len, sizeof vals - len, "%s%g", sep,
                *(const double *)params[i]);
     } else if (t == 's') {
-      snprintf(vals + len, sizeof vals - len, "%sstruct", i ? "," : "");
+      snprintf(vals + len, sizeof vals - len, "%sstruct", sep);
     } else if (t == 'f') {
-      snprintf(vals + len, sizeof vals - len, "%s%g", i ? "," : "",
+      snprintf(vals + len, sizeof vals - len, "%s%g", sep,
                (double)*(const float *)params[i]);
     } else {
-      snprintf(vals + len, sizeof vals - len, "%s%d", i ? "," : "",
+      snprintf(vals + len, sizeof vals - len, "%s%d", sep,
                *(const int *)params[i]);
     }
   }
   fake_log("RAF_FAKE_CUDA_LOG",
            "launch %s grid=%u,%u,%u block=%u,%u,%u shared=%u params=%s",
-           ff->module->names[ff->index], gx, gy, gz, bx, by, bz, shared, vals);
+           ptx_kernel_name(k), g[0], g[1], g[2], b[0], b[1], b[2], shared,
+           vals);
+}
+
+/* Runs the kernel in the interpreter, to the end, before returning: the
+ * stream's order is kept since everything else is synchronous too. A
+ * fault becomes the sticky error. */
+static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
+                                    unsigned gz, unsigned bx, unsigned by,
+                                    unsigned bz, unsigned shared, CUstream s,
+                                    void **params, void **extra) {
+  STICKY();
+  const fake_function *ff = (const fake_function *)f;
+  if (!ff || !ff->kernel || s != (CUstream)&token || extra)
+    return CUDA_ERROR_INVALID_VALUE;
+  int np = ptx_kernel_param_count(ff->kernel);
+  for (int i = 0; i < np; i++)
+    if (!params || !params[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+  log_launch(ff->kernel, g, b, shared, params);
+  const char *max = getenv("RAF_FAKE_CUDA_MAX_INSNS");
+  ptx_launch l = {{gx, gy, gz}, {bx, by, bz}, shared, params,
+                  max && *max ? strtoull(max, NULL, 10) : 0};
+  char report[1024];
+  uint64_t insns;
+  ptx_status st = ptx_kernel_run(ff->kernel, &l, report, sizeof report,
+                                 &insns);
+  fake_log("RAF_FAKE_CUDA_STATS", "insns %s %llu",
+           ptx_kernel_name(ff->kernel), (unsigned long long)insns);
+  if (st == PTX_INVALID_VALUE || st == PTX_OUT_OF_MEMORY) {
+    fprintf(stderr, "fake cuda: %s\n", report);
+    return cuda_error(st); /* refused at once, as a bad launch is */
+  }
+  if (st != PTX_OK) {
+    fprintf(stderr, "fake cuda: %s\n", report);
+    fake_log("RAF_FAKE_CUDA_LOG", "fault %s", report);
+    sticky = cuda_error(st);
+  }
   return CUDA_SUCCESS;
 }
 
 /* The linker's "cubin" is the PTX itself (which the fake's module load
- * takes): a link state holds a copy of the data added; cuLinkComplete logs
- * "link NAME". */
+ * takes), checked as it is added: a link state holds a copy of the data
+ * added; cuLinkComplete logs "link NAME". */
 typedef struct fake_link {
   char *data;
   size_t size;
@@ -426,6 +518,7 @@ typedef struct fake_link {
 
 static CUresult fake_cuLinkCreate(unsigned int n, CUjit_option *o, void **v,
                                   CUlinkState *state) {
+  STICKY();
   fake_link *l = calloc(1, sizeof *l);
   if (!l)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -445,15 +538,19 @@ static CUresult fake_cuLinkAddData(CUlinkState state, CUjitInputType type,
   if (type != CU_JIT_INPUT_PTX || l->data)
     return CUDA_ERROR_NOT_SUPPORTED;
   (void)n, (void)o, (void)v;
-  if (getenv("RAF_FAKE_CUDA_REJECT")) {
-    jit_error(l->nopts, l->opts, l->values,
-              "ptxas fatal   : the fake driver rejects every PTX");
-    return CUDA_ERROR_INVALID_PTX;
-  }
-  if (!(l->data = malloc(size)))
+  if (!(l->data = malloc(size + 1)))
     return CUDA_ERROR_OUT_OF_MEMORY;
   memcpy(l->data, data, size);
+  l->data[size] = '\0';
   l->size = size;
+  ptx_module *m;
+  CUresult r = compile(l->data, l->nopts, l->opts, l->values, &m);
+  if (r != CUDA_SUCCESS) {
+    free(l->data);
+    l->data = NULL;
+    return r;
+  }
+  ptx_module_free(m);
   snprintf(l->name, sizeof l->name, "%s", name ? name : "");
   return CUDA_SUCCESS;
 }
@@ -504,7 +601,7 @@ CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
   *pfn = NULL;
   if (status)
     *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (version > FAKE_DRIVER_VERSION)
+  if (version > driver_version())
     return CUDA_ERROR_INVALID_VALUE;
   const char *missing = getenv("RAF_FAKE_CUDA_MISSING");
   if (missing && strcmp(missing, symbol) == 0)
