@@ -22,6 +22,11 @@
  * block, grid-strided): a slot past the last row runs the last row again
  * and stores nothing, so that every thread of a block meets every
  * bar.sync. Only lane 0 of a row stores the row's results.
+ *
+ * Each kernel declares the block size it is launched with as its
+ * `.maxntid` (the nvvm.annotations entry "maxntidx"): ptxas can then
+ * budget registers for that many threads and no more, and a launch with
+ * a larger block fails rather than running a kernel built for fewer.
  */
 #include "codegen/lower.h"
 
@@ -204,11 +209,23 @@ static void make_smem(cg_emitter *e, const char *kernel, int bytes) {
   LLVMSetAlignment(e->smem, 8);
 }
 
+/* Declares kernel f's block size, threads (launch() of emit.c launches it
+ * with cg_gpu_schedule's, the same), as `.maxntid threads, 1, 1`. */
+static void set_maxntid(cg_emitter *e, LLVMValueRef f, int threads) {
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(f), LLVMMDStringInContext2(e->C, "maxntidx", 8),
+      LLVMValueAsMetadata(LLVMConstInt(e->i32, (unsigned)threads, 0))};
+  LLVMAddNamedMetadataOperand(
+      e->M, "nvvm.annotations",
+      LLVMMetadataAsValue(e->C, LLVMMDNodeInContext2(e->C, md, 3)));
+}
+
 LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
                             const char *final_name, int nbufs) {
   cg_gpu_sched s;
   cg_gpu_schedule(e->p, &s);
   LLVMValueRef kernel = cg_body_fn(e, name, nbufs, 0);
+  set_maxntid(e, kernel, s.block);
   LLVMValueRef tid = sreg(e, "tid.x"), ctaid = sreg(e, "ctaid.x");
   LLVMValueRef nctaid = sreg(e, "nctaid.x");
   LLVMValueRef gid = LLVMBuildNSWAdd(
@@ -246,7 +263,7 @@ LLVMValueRef cg_lower_nvptx(cg_emitter *e, const char *name,
   LLVMBuildRetVoid(e->B);
   e->slot = NULL;
   if (e->p->ntotals) { /* the second stage: one block */
-    cg_body_fn(e, final_name, nbufs, 0);
+    set_maxntid(e, cg_body_fn(e, final_name, nbufs, 0), s.final_block);
     make_smem(e, final_name, s.final_shared_bytes);
     e->layout = CG_GPU_BLOCK;
     e->lanes = s.final_block;

@@ -11,8 +11,11 @@
  * keys get probability 0, and a row that sees no key is all zeros.
  *
  * Conventions: extern "C" names prefixed raf_; the block size is a
- * multiple of 32 and at most 1024 (the launch uses 256).
+ * multiple of 32 and at most RAF_CUDA_BLOCK (256: the launch uses it, and
+ * the kernels declare it with __launch_bounds__).
  */
+#include "runtime/cuda/kernels.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -103,11 +106,11 @@ __device__ static void softmax_bwd(const float *p, const float *dp, T *ds,
 }
 
 #define RAF_ATTENTION_KERNELS(SUFFIX, T)                                       \
-  extern "C" __global__ void raf_attn_softmax_fwd_##SUFFIX(                    \
+  extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_attn_softmax_fwd_##SUFFIX(                    \
       float *s, T *p, int64_t rows, int64_t L, int64_t S, int causal) {        \
     softmax_fwd<T>(s, p, rows, L, S, causal);                                  \
   }                                                                            \
-  extern "C" __global__ void raf_attn_softmax_bwd_##SUFFIX(                    \
+  extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_attn_softmax_bwd_##SUFFIX(                    \
       const float *p, const float *dp, T *ds, int64_t rows, int64_t S,         \
       float scale) {                                                           \
     softmax_bwd<T>(p, dp, ds, rows, S, scale);                                 \

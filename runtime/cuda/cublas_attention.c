@@ -25,6 +25,7 @@
  */
 #include "runtime/cuda/cublas_internal.h"
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/kernels.h"
 
 #include <math.h>
 
@@ -92,14 +93,14 @@ static raf_status check(const raf_kernel *k, const raf_type *qt,
   return RAF_OK;
 }
 
-/* One block of 256 threads per row, at most 2^20 blocks (each strides
- * over the rows). */
+/* One block of RAF_CUDA_BLOCK threads per row, at most 2^20 blocks (each
+ * strides over the rows). */
 static raf_status launch_rows(cublas_state *st, CUfunction f,
                               const char *name, int64_t rows, void **params) {
   raf_cuda_dims dims = {.grid = {(unsigned)(rows < (1 << 20) ? rows
                                                              : (1 << 20)),
                                  1, 1},
-                        .block = {256, 1, 1}};
+                        .block = {RAF_CUDA_BLOCK, 1, 1}};
   return raf_cuda_launch(st->dev, f, name, &dims, params);
 }
 

@@ -4,7 +4,9 @@
  * runtime loads it with raf_cuda_embedded_ptx("kernels").
  *
  * Conventions: extern "C" names prefixed raf_; shapes in comments; every
- * kernel strides over its work, so any grid covers it.
+ * kernel strides over its work, so any grid covers it, and is launched
+ * with blocks of at most RAF_CUDA_BLOCK threads, which it declares with
+ * __launch_bounds__ (kernels.h).
  */
 #include "runtime/cuda/kernels.h"
 #include "runtime/philox.h"
@@ -14,7 +16,7 @@
 #include <stdint.h>
 
 /* dst[i] = value for i in [0, n): the fill of a buffer of f32. */
-extern "C" __global__ void raf_fill_f32(float *dst, float value, int64_t n) {
+extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_fill_f32(float *dst, float value, int64_t n) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     dst[i] = value;
@@ -24,7 +26,7 @@ extern "C" __global__ void raf_fill_f32(float *dst, float value, int64_t n) {
 
 /* The strided copy of m, for elements of SIZE bytes (any dtype). */
 #define RAF_MOVE_KERNEL(NAME, T)                                               \
-  extern "C" __global__ void NAME(T *dst, const T *src, raf_move m) {          \
+  extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) NAME(T *dst, const T *src, raf_move m) {          \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m.n;  \
          i += (int64_t)gridDim.x * blockDim.x)                                 \
       dst[raf_move_offset(&m, i, 0)] = src[raf_move_offset(&m, i, 1)];         \
@@ -39,7 +41,7 @@ RAF_MOVE_KERNEL(raf_move_8, uint64_t)
  * indices[i], c]. Indices are int64 (idx32 == 0) or int32, already checked
  * on the host to be in [-dim, dim). */
 #define RAF_TAKE_KERNEL(NAME, T)                                               \
-  extern "C" __global__ void NAME(T *dst, const T *table, const void *idx,     \
+  extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) NAME(T *dst, const T *table, const void *idx,     \
                                   int idx32, int64_t outer, int64_t nidx,      \
                                   int64_t dim, int64_t inner) {                \
     int64_t n = outer * nidx * inner;                                          \
@@ -62,7 +64,7 @@ RAF_TAKE_KERNEL(raf_take_8, uint64_t)
  * result as [outer, inner]: one thread per result element scans its row
  * (raf_argmax_row_f32). Rows are short where it is used (a classifier's
  * logits), so no reduction across threads. */
-extern "C" __global__ void raf_argmax_f32(int64_t *dst, const float *x,
+extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_argmax_f32(int64_t *dst, const float *x,
                                           int64_t outer, int64_t dim,
                                           int64_t inner) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -77,7 +79,7 @@ extern "C" __global__ void raf_argmax_f32(int64_t *dst, const float *x,
  * elements, each summing in float, as PyTorch's embedding backward and
  * cpu-ref do, the dy rows of the indices that land on x in ascending
  * order (raf_take_grad_owns): deterministic, without atomics. */
-extern "C" __global__ void raf_take_grad_f32(float *dst, const float *dy,
+extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_take_grad_f32(float *dst, const float *dy,
                                              const void *idx, int idx32,
                                              int64_t outer, int64_t nidx,
                                              int64_t dim, int64_t inner) {
@@ -103,7 +105,7 @@ extern "C" __global__ void raf_take_grad_f32(float *dst, const float *dy,
  * sums in the same order: one thread per row (threads stride over the
  * rows) computes the row's mean and rstd (kept in mean_rstd[2 * row]) and
  * its dx. */
-extern "C" __global__ void raf_layer_norm_grad_rows_f32(
+extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_layer_norm_grad_rows_f32(
     float *dx, double *mean_rstd, const float *dy, const float *x,
     const float *gamma, int64_t rows, int64_t n, double eps) {
   for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
@@ -134,7 +136,7 @@ extern "C" __global__ void raf_layer_norm_grad_rows_f32(
 
 /* Then dgamma and dbeta: one thread per column, adding over the rows in
  * ascending order in double (cpu-ref's order), rounded once. */
-extern "C" __global__ void raf_layer_norm_grad_params_f32(
+extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_layer_norm_grad_params_f32(
     float *dgamma, float *dbeta, const float *dy, const float *x,
     const double *mean_rstd, int64_t rows, int64_t n) {
   for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
@@ -157,7 +159,7 @@ extern "C" __global__ void raf_layer_norm_grad_params_f32(
  * product in float, rounded once to the element type). The key is read
  * from the device, where the executor keeps it. */
 #define RAF_DROPOUT_KERNEL(NAME, T, LOAD, STORE)                               \
-  extern "C" __global__ void NAME(T *y, const T *x, const int64_t *key,       \
+  extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) NAME(T *y, const T *x, const int64_t *key,       \
                                   int64_t n, double p, float scale) {          \
     uint64_t k = (uint64_t)*key;                                               \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;  \

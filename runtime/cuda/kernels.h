@@ -27,6 +27,14 @@
 #define RAF_HD
 #endif
 
+/* The block size the hand-written kernels (kernels.cu, attention.cu) are
+ * launched with, at most: movement.c and cublas_attention.c launch blocks
+ * of it (raf_take_grad_f32 blocks of 32 for short rows), and every kernel
+ * declares it with __launch_bounds__ (PTX `.maxntid 256, 1, 1`), so that
+ * ptxas budgets registers for that many threads and a larger launch is
+ * refused instead of running a kernel built for fewer. */
+#define RAF_CUDA_BLOCK 256
+
 #define RAF_MOVE_MAX_RANK 8
 
 /* Passed by value as one kernel parameter; C layout on both sides. */

@@ -95,15 +95,15 @@ bool raf_move_block(const int64_t *part_dims, const int64_t *whole_dims,
 
 /* ---- Launches ------------------------------------------------------------- */
 
-/* Blocks of 256 threads, enough to cover n once (the kernels stride, so
+/* Blocks of RAF_CUDA_BLOCK threads, enough to cover n once (the kernels stride, so
  * any count is correct), at most 65535 * 16. */
 static raf_cuda_dims cover(int64_t n) {
-  int64_t blocks = (n + 255) / 256;
+  int64_t blocks = (n + RAF_CUDA_BLOCK - 1) / RAF_CUDA_BLOCK;
   if (blocks < 1)
     blocks = 1;
   if (blocks > 65535 * 16)
     blocks = 65535 * 16;
-  return (raf_cuda_dims){{(unsigned)blocks, 1, 1}, {256, 1, 1}, 0};
+  return (raf_cuda_dims){{(unsigned)blocks, 1, 1}, {RAF_CUDA_BLOCK, 1, 1}, 0};
 }
 
 static raf_status launch(const raf_kernel *k, const char *name,
@@ -308,7 +308,7 @@ raf_status raf_cuda_take_grad(const raf_kernel *k) {
   int64_t rows = outer * dim;
   raf_cuda_dims dims = {{(unsigned)(rows < 65535 * 16 ? rows : 65535 * 16),
                          1, 1},
-                        {inner >= 256 ? 256u : 32u, 1, 1},
+                        {inner >= RAF_CUDA_BLOCK ? RAF_CUDA_BLOCK : 32u, 1, 1},
                         0};
   void *params[] = {&dst, &dy, &idx, &idx32, &outer, &nidx, &dim, &inner};
   return launch(k, "raf_take_grad_f32", dims, params);
