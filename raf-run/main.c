@@ -71,6 +71,7 @@ typedef struct options {
   int threads;
   raf_device_kind device; /* --device */
   bool list_devices;
+  bool cuda_sync; /* --cuda-sync-each */
 } options;
 
 static void usage(FILE *out) {
@@ -104,6 +105,10 @@ static void usage(FILE *out) {
           "  --list-devices             list the devices of --device's kind "
           "and exit\n"
           "  --check-numerics           stop at the first NaN or Inf\n"
+          "  --cuda-sync-each           wait for the GPU after every "
+          "statement,\n"
+          "                             naming the one whose kernel "
+          "faults\n"
           "  --print-memory             report the peak tensor memory\n"
           "  --profile[=N]              report kernel time by op and the N\n"
           "                             costliest statements (default 20)\n"
@@ -204,7 +209,7 @@ static void unknown_option(const char *a) {
       "expected-output", "atol", "rtol", "steps", "seed", "threads", "log",
       "save", "load", "dialects", "check-numerics", "print-memory",
       "profile", "print-jit-stats", "print-comm", "gradcheck", "grad-tol", "grad-eps",
-      "grad-samples", "device", "list-devices"};
+      "grad-samples", "device", "list-devices", "cuda-sync-each"};
   const char *word = a + strspn(a, "-");
   const char *near = raf_suggest(word, strcspn(word, "="), names,
                                  sizeof names / sizeof names[0]);
@@ -312,6 +317,8 @@ static int parse_args(int argc, char **argv, options *o) {
       o->list_devices = true;
     } else if (strcmp(a, "--check-numerics") == 0) {
       o->check_numerics = true;
+    } else if (strcmp(a, "--cuda-sync-each") == 0) {
+      o->cuda_sync = true;
     } else if (strcmp(a, "--print-memory") == 0) {
       o->print_memory = true;
     } else if (strcmp(a, "--profile") == 0) {
@@ -936,10 +943,15 @@ int main(int argc, char **argv) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o.threads = cpus > rr_env_local_ranks() ? (int)(cpus / rr_env_local_ranks()) : 1;
   }
+  /* --cuda-sync-each as RAF_CUDA_SYNC=1, so that every executor has it
+   * (--gradcheck's too); raf_exec_options.sync_each. */
+  if (o.cuda_sync)
+    setenv("RAF_CUDA_SYNC", "1", 1);
   raf_exec_options eo = {.device = dev,
                          .threads = o.threads,
                          .check_numerics = o.check_numerics,
-                         .profile = o.profile_top > 0};
+                         .profile = o.profile_top > 0,
+                         .sync_each = o.cuda_sync};
   raf_exec *ex = NULL;
   if (rc == RAF_OK)
     ex = raf_exec_create(ctx, m, &eo); /* dev is the executor's now */

@@ -247,10 +247,37 @@ static raf_status run_kernel_events(raf_exec *ex, step *st, raf_kernel *k) {
   return rc;
 }
 
-/* A step's kernel, timed when profiling. Only kernels are timed: a call
- * that runs its callee's plan is the sum of the callee's steps, which
- * are timed themselves. */
+/* sync_each: waits for what k queued on a device the host does not
+ * address; a fault there (an illegal address, a trap) is then this
+ * statement's, and says so at its location, after the device's own line
+ * (the driver's error): "%y = call @fused_3: the device failed ...". */
+static raf_status sync_after(raf_exec *ex, const raf_kernel *k) {
+  if (!ex->opts.sync_each || raf_device_host_addressable(ex->device) ||
+      raf_device_synchronize(ex->device) == RAF_OK)
+    return RAF_OK;
+  const raf_stmt *s = k->stmt;
+  raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
+                  "%s%s%s%s%s%s: the device failed in this statement's "
+                  "kernels on %s (synchronised after each statement: "
+                  "--cuda-sync-each or RAF_CUDA_SYNC=1)",
+                  s->nresults ? "%" : "", s->nresults ? s->results[0]->name : "",
+                  s->nresults ? " = " : "", raf_op_table[s->op].name,
+                  s->callee ? " @" : "", s->callee ? s->callee->name : "",
+                  raf_device_name(ex->device));
+  return RAF_ERROR;
+}
+
+static raf_status run_kernel_timed(raf_exec *ex, step *st, raf_kernel *k);
+
+/* A step's kernel, timed when profiling, and waited for with sync_each. */
 static raf_status run_kernel(raf_exec *ex, step *st, raf_kernel *k) {
+  raf_status rc = run_kernel_timed(ex, st, k);
+  return rc == RAF_OK ? sync_after(ex, k) : rc;
+}
+
+/* Only kernels are timed: a call that runs its callee's plan is the sum of
+ * the callee's steps, which are timed themselves. */
+static raf_status run_kernel_timed(raf_exec *ex, step *st, raf_kernel *k) {
   if (!ex->opts.profile)
     return st->kernel(k);
   if (!raf_device_host_addressable(ex->device))

@@ -39,6 +39,12 @@ typedef struct raf_exec_options {
   int threads;         /* 0: one per online CPU */
   bool check_numerics; /* stop at the first NaN or Inf a statement makes */
   bool profile;        /* time every kernel run (raf_exec_profile) */
+  /* On a device the host does not address (a GPU): wait for the device
+   * after every statement's kernel, so that a kernel that faults is named
+   * (a located error at its statement) instead of surfacing at a later
+   * synchronisation. Serialises the stream. RAF_CUDA_SYNC=1 in the
+   * environment turns it on for every executor. */
+  bool sync_each;
 } raf_exec_options;
 
 /* One statement's kernel time, summed over the runs since the executor

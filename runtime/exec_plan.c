@@ -255,6 +255,9 @@ raf_exec *raf_exec_create(raf_ctx *ctx, raf_module *m,
   ex->m = m;
   if (opts)
     ex->opts = *opts;
+  const char *sync = getenv("RAF_CUDA_SYNC"); /* raf_exec_options.sync_each */
+  if (sync && strcmp(sync, "1") == 0)
+    ex->opts.sync_each = true;
   ex->device = ex->opts.device;
   ex->opts.device = NULL; /* the executor's own now */
   bool ok = ex->device ||

@@ -137,7 +137,13 @@ devices() {
   [ -n "$out" ] || { echo "raf-run --list-devices listed no device" >&2; exit 1; }
   echo "$out"
 }
+# The tests (test_device, lit-cuda, mlp) wait for the GPU after every
+# statement (RAF_CUDA_SYNC=1, raf-run --cuda-sync-each): a kernel that
+# faults is then named at its statement, not at a later synchronisation.
+# The timing parts do not, since waiting would add the host's launch time
+# to every step; rerun one with RAF_CUDA_SYNC=1 to name its fault.
 test_device() {
+  export RAF_CUDA_SYNC=1
   "$B/bin/test_device" --gpu >&2
   rc=$?
   [ $rc -eq 77 ] && { echo "test_device --gpu: skipped, it sees no GPU" >&2; exit 1; }
@@ -145,6 +151,7 @@ test_device() {
   exit $rc
 }
 lit_cuda() {
+  export RAF_CUDA_SYNC=1
   mapfile -t tests < <(grep -rlE 'REQUIRES:.*\bcuda\b([^-]|$)' "$B/test/lit" \
     --include='*.raf' --include='*.test' | grep -v /Inputs/)
   [ ${#tests[@]} -gt 0 ] || { echo "SKIPPED (no lit test says REQUIRES: cuda)"; exit 0; }
@@ -163,6 +170,7 @@ lit_cuda() {
 }
 mlp() {
   set -e
+  export RAF_CUDA_SYNC=1
   d=$W/mlp
   mkdir -p "$d"
   [ -f "$d/data/test_y.npy" ] ||

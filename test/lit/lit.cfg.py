@@ -24,8 +24,10 @@ llvm_bin = lit_config.params.get("llvm_bin", "/usr/lib/llvm-19/bin")
 python = lit_config.params.get("python", "/usr/bin/python3")
 
 config.environment["PATH"] = os.pathsep.join([raf_bin, llvm_bin, config.environment.get("PATH", "")])
-# Sanitizer builds report leaks as errors.
-for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+# Sanitizer builds report leaks as errors. scripts/gpu-check.sh runs the GPU
+# tests with RAF_CUDA_SYNC=1 (a faulting kernel named at its statement) and
+# RAF_LIBDEVICE at its bundle's libdevice.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "RAF_CUDA_SYNC", "RAF_LIBDEVICE"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 
