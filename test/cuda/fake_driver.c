@@ -34,8 +34,9 @@
  *                               launch ("launch NAME grid=X,Y,Z
  *                               block=X,Y,Z shared=N params=...") and per
  *                               fault ("fault REPORT") appended to file
- *   RAF_FAKE_CUDA_STATS=file    a line per launch ("insns NAME N") with
- *                               the instructions it executed
+ *   RAF_FAKE_CUDA_STATS=file    a line per launch ("insns NAME N ns T")
+ *                               with the instructions it executed and the
+ *                               nanoseconds the interpreter took
  *   RAF_FAKE_CUDA_DEVICE_LOG=file  a line per primary context retained
  *                               ("retain N", N the device's ordinal)
  *                               appended to file: which GPU a process took
@@ -70,6 +71,12 @@ static CUresult sticky = CUDA_SUCCESS;
     if (sticky != CUDA_SUCCESS)                                              \
       return sticky;                                                         \
   } while (0)
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 static int driver_version(void) {
   const char *v = getenv("RAF_FAKE_CUDA_VERSION");
@@ -306,9 +313,7 @@ static CUresult fake_cuEventCreate(CUevent *e, unsigned int flags) {
 
 static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
   (void)s;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  *(int64_t *)e = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  *(int64_t *)e = now_ns();
   return CUDA_SUCCESS;
 }
 
@@ -488,10 +493,12 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                   max && *max ? strtoull(max, NULL, 10) : 0};
   char report[1024];
   uint64_t insns;
+  int64_t t0 = now_ns();
   ptx_status st = ptx_kernel_run(ff->kernel, &l, report, sizeof report,
                                  &insns);
-  fake_log("RAF_FAKE_CUDA_STATS", "insns %s %llu",
-           ptx_kernel_name(ff->kernel), (unsigned long long)insns);
+  fake_log("RAF_FAKE_CUDA_STATS", "insns %s %llu ns %lld",
+           ptx_kernel_name(ff->kernel), (unsigned long long)insns,
+           (long long)(now_ns() - t0));
   if (st == PTX_INVALID_VALUE || st == PTX_OUT_OF_MEMORY) {
     fprintf(stderr, "fake cuda: %s\n", report);
     return cuda_error(st); /* refused at once, as a bad launch is */

@@ -389,12 +389,17 @@ static uint64_t lop3(uint64_t a, uint64_t b, uint64_t c, unsigned lut) {
 }
 
 ptx_status ptx_frame_start(ptx_cta *cta, ptx_thread *t, ptx_frame *f,
-                           const ptx_function *fn) {
+                           const ptx_function *fn, uint64_t *regs) {
   f->fn = fn;
   f->pc = 0;
-  f->regs = calloc((size_t)fn->nregs + 1, sizeof *f->regs);
-  f->params = fn->param_size ? calloc(fn->param_size, 1) : NULL;
-  if (!f->regs || (fn->param_size && !f->params))
+  f->own_regs = !regs;
+  f->regs = regs ? memset(regs, 0, ((size_t)fn->nregs + 1) * sizeof *regs)
+                 : calloc((size_t)fn->nregs + 1, sizeof *f->regs);
+  /* a kernel's own parameters are the launch's; its frame needs a param
+   * area only for the calls it makes */
+  size_t params = fn->is_entry && !fn->calls ? 0 : fn->param_size;
+  f->params = params ? calloc(params, 1) : NULL;
+  if (!f->regs || (params && !f->params))
     return PTX_OUT_OF_MEMORY;
   f->local_base = t->local_top;
   if (fn->local_size) {
@@ -428,7 +433,8 @@ ptx_status ptx_frame_start(ptx_cta *cta, ptx_thread *t, ptx_frame *f,
 }
 
 static void frame_end(ptx_thread *t, ptx_frame *f) {
-  free(f->regs);
+  if (f->own_regs)
+    free(f->regs);
   free(f->params);
   f->regs = NULL;
   f->params = NULL;
@@ -848,7 +854,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
       }
       f->pc = pc;
       ptx_frame *nf = &t->frames[t->depth + 1];
-      if (ptx_frame_start(cta, t, nf, callee) != PTX_OK) {
+      if (ptx_frame_start(cta, t, nf, callee, NULL) != PTX_OK) {
         result = FAULT(PTX_OUT_OF_MEMORY, "out of host memory for a call");
         goto out;
       }

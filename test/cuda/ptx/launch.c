@@ -284,7 +284,10 @@ ptx_status ptx_kernel_run(ptx_kernel *k, const ptx_launch *l, char *report,
   cta.threads = calloc(cta.nthreads, sizeof *cta.threads);
   cta.shared = calloc(cta.shared_size + 1, 1);
   cta.shadow = malloc((cta.shared_size + 1) * sizeof *cta.shadow);
-  if (!kparams || !cta.threads || !cta.shared || !cta.shadow) {
+  /* frame 0's registers, every thread's, reused by each CTA */
+  uint64_t *regs = malloc((size_t)cta.nthreads * ((size_t)fn->nregs + 1) *
+                          sizeof *regs);
+  if (!kparams || !cta.threads || !cta.shared || !cta.shadow || !regs) {
     st = PTX_OUT_OF_MEMORY;
     goto done;
   }
@@ -316,7 +319,8 @@ ptx_status ptx_kernel_run(ptx_kernel *k, const ptx_launch *l, char *report,
           t->warp = i / 32;
           t->epoch = generation;
           t->state = PTX_READY;
-          st = ptx_frame_start(&cta, t, &t->frames[0], fn);
+          st = ptx_frame_start(&cta, t, &t->frames[0], fn,
+                               regs + (size_t)i * ((size_t)fn->nregs + 1));
         }
         if (st == PTX_OK)
           st = run_cta(&cta);
@@ -326,7 +330,8 @@ ptx_status ptx_kernel_run(ptx_kernel *k, const ptx_launch *l, char *report,
           if (t->state == PTX_EXITED)
             continue;
           for (int d = t->depth; d >= 0; d--) {
-            free(t->frames[d].regs);
+            if (t->frames[d].own_regs)
+              free(t->frames[d].regs);
             free(t->frames[d].params);
             t->frames[d].regs = NULL;
             t->frames[d].params = NULL;
@@ -342,6 +347,7 @@ done:
   free(cta.threads);
   free(cta.shared);
   free(cta.shadow);
+  free(regs);
   free(kparams);
   return st;
 }

@@ -292,6 +292,7 @@ static bool has_dst(int op, const ptx_insn *in) {
 /* call[.uni] [(ret),] fname [, (args)]; */
 static void parse_call(parser *ps, ptx_insn *in) {
   in->dst[0] = PTX_NO_SLOT;
+  ps->fn->calls = true;
   if (ptxp_accept(ps, '(')) {
     in->dst[0] = ptxp_value_slot(ps, ps->tok.start, ps->tok.len);
     in->ndst = 1;

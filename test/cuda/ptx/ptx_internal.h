@@ -150,6 +150,7 @@ typedef struct ptx_param {
 typedef struct ptx_function {
   char *name;
   bool is_entry, defined;
+  bool calls; /* has call instructions (its frames need a param area) */
   uint32_t line;
   ptx_insn *code;
   int ncode, code_cap;

@@ -22,6 +22,7 @@ enum ptx_thread_state {
 typedef struct ptx_frame {
   const ptx_function *fn;
   uint64_t *regs;
+  bool own_regs;         /* not the launch's pool (a call's frame) */
   unsigned char *params; /* the frame's param area */
   uint32_t pc;
   uint32_t local_base;   /* of its .local variables in the thread's */
@@ -77,9 +78,10 @@ typedef struct ptx_cta {
 
 /* exec.c */
 int ptx_thread_run(ptx_cta *cta, ptx_thread *t);
-/* Starts frame `f` of t: registers, constants, special registers. */
+/* Starts frame `f` of t: registers (in `regs`, nregs + 1 slots, or
+ * allocated when NULL), constants, special registers. */
 ptx_status ptx_frame_start(ptx_cta *cta, ptx_thread *t, ptx_frame *f,
-                           const ptx_function *fn);
+                           const ptx_function *fn, uint64_t *regs);
 
 /* launch.c: reports a fault of thread t at instruction `in`; returns
  * PTX_FAULTED. */
