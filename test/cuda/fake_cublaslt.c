@@ -342,6 +342,7 @@ cublasStatus_t cublasLtMatmul(
   if (handle != (cublasLtHandle_t)&handle_token || !algo || !dd || !la ||
       !lb || !lc || c != d || !ha || !hb || !hc || !hd || !alpha || !beta ||
       (workspace_bytes && !fake_host_of(workspace)) ||
+      (uintptr_t)workspace % 256 != 0 || /* cuBLASLt's alignment */
       !shapes_agree(dd, la, lb, lc, &m, &n, &k) ||
       !epilogue_valid(dd, m, lc->batch))
     return CUBLAS_STATUS_INVALID_VALUE;

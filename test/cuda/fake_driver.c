@@ -33,7 +33,11 @@
  *   RAF_FAKE_CUDA_LOG=file      a line per module load ("load NAMES"), per
  *                               launch ("launch NAME grid=X,Y,Z
  *                               block=X,Y,Z shared=N params=...") and per
- *                               fault ("fault REPORT") appended to file
+ *                               fault ("fault REPORT") appended to file;
+ *                               and "stall cuMemFree" for a free while
+ *                               launches are queued and not yet waited
+ *                               for: on a GPU, cuMemFree waits for the
+ *                               device there, stalling the step
  *   RAF_FAKE_CUDA_STATS=file    a line per launch ("insns NAME N ns T")
  *                               with the instructions it executed and the
  *                               nanoseconds the interpreter took
@@ -45,7 +49,10 @@
  * The JIT linker (cuLink*) checks the PTX added, gives it back as the
  * "cubin", and logs "link NAME" per cuLinkComplete.
  * Memory still allocated when the last primary context is released is
- * reported on stderr ("fake cuda: N allocations never freed").
+ * reported on stderr ("fake cuda: N allocations never freed"), and so is
+ * the library being unloaded (dlclose) after cuInit, before the process
+ * exits ("fake cuda: libcuda unloaded after cuInit"): the real driver's
+ * threads would still run code of the unloaded library.
  *
  * Built as libcuda.so.1 in the build tree's fake-cuda/ (CMakeLists.txt);
  * tests reach it through LD_LIBRARY_PATH.
@@ -56,6 +63,7 @@
 #include <cuda.h>
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +155,22 @@ static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
   return CUDA_SUCCESS;
 }
 
+static bool initialised, exiting;
+static bool queued; /* launches not yet waited for */
+
+static void at_exit(void) { exiting = true; }
+
+__attribute__((destructor)) static void unloaded(void) {
+  if (initialised && !exiting)
+    fprintf(stderr, "fake cuda: libcuda unloaded after cuInit\n");
+}
+
 static CUresult fake_cuInit(unsigned int flags) {
   (void)flags;
+  if (!initialised) {
+    initialised = true;
+    atexit(at_exit); /* runs before the library's destructors at exit */
+  }
   return device_count() > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 
@@ -236,6 +258,8 @@ static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
 static CUresult fake_cuMemFree(CUdeviceptr p) {
   if (!(p & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE; /* a host pointer */
+  if (queued)
+    fake_log("RAF_FAKE_CUDA_LOG", "stall cuMemFree");
   if (ptx_memory_remove(p) != PTX_OK)
     return CUDA_ERROR_INVALID_VALUE; /* not an allocation's start */
   live_allocations--;
@@ -297,6 +321,7 @@ static CUresult fake_cuStreamDestroy(CUstream s) {
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
   STICKY();
+  queued = false;
   return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -319,6 +344,7 @@ static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
 
 static CUresult fake_cuEventSynchronize(CUevent e) {
   STICKY();
+  queued = false;
   return *(int64_t *)e >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -488,6 +514,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       return CUDA_ERROR_INVALID_VALUE;
   unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
   log_launch(ff->kernel, g, b, shared, params);
+  queued = true;
   const char *max = getenv("RAF_FAKE_CUDA_MAX_INSNS");
   ptx_launch l = {{gx, gy, gz}, {bx, by, bz}, shared, params,
                   max && *max ? strtoull(max, NULL, 10) : 0};

@@ -771,6 +771,8 @@ static void parse_function(parser *ps, bool entry) {
     return;
   }
   fn->name = tok_dup(ps);
+  if (fn->name && strchr(fn->name, '.'))
+    PTXP_ERROR(ps, "'%s' is not a PTX identifier (it has a '.')", fn->name);
   ptxp_next(ps);
   if (ptxp_is_punct(ps, '('))
     parse_param_list(ps, &fn->params, &fn->nparams);
