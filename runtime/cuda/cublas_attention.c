@@ -17,7 +17,9 @@
  * Scratch: the forward BH * L * S floats (and as many elements of T when
  * T is not f32), the backward twice the floats, in the statement's scratch
  * that the memory plan places (raf_mem_scratch_of, ir/memplan.h), else
- * from the device allocator for the call. For GPT-2 124M at B = 8,
+ * in the device's stream-ordered scratch (raf_cuda_scratch: no cuMemFree
+ * after the launches, which would wait for the device). For GPT-2 124M
+ * at B = 8,
  * T = 1024 (96 heads of 1024 x 1024) that is 384 MiB forward and 768 MiB
  * (plus 192 MiB of bf16) backward.
  * The causal products compute the masked half too (the softmax zeroes
@@ -125,15 +127,21 @@ static raf_status scores(cublas_state *st, const raf_kernel *k,
   return launch_rows(st, st->softmax_fwd[i], fwd_names[i], rows, params);
 }
 
-/* Part `part` (of raf_mem_scratch_of's) of k's planned scratch, else new
- * scratch of `bytes` device bytes (*owned set), or NULL after reporting. */
-static void *scratch(cublas_state *st, const raf_kernel *k, int64_t part,
-                     size_t bytes, bool *owned) {
-  void *p = NULL;
-  *owned = !k->scratch;
+/* The scratch parts of k (raf_mem_scratch_of's offsets) are at
+ * base + offset - skip: its planned scratch (skip 0), else the device's
+ * stream-ordered scratch (raf_cuda_scratch; no allocation freed after the
+ * launches, which would wait for the whole device) holding the same
+ * parts but for cuBLASLt's workspace at the start (skip: the dialect's
+ * own workspace serves then). NULL after reporting. */
+static char *scratch_base(cublas_state *st, const raf_kernel *k,
+                          const raf_scratch *sc, int64_t *skip) {
+  *skip = 0;
   if (k->scratch)
-    return (char *)k->scratch + part;
-  if (bytes && raf_device_alloc(st->dev, bytes, &p) != RAF_OK) {
+    return k->scratch;
+  *skip = RAF_CUBLAS_WORKSPACE_BYTES;
+  size_t bytes = (size_t)(sc->bytes - *skip);
+  void *p = NULL;
+  if (raf_cuda_scratch(st->dev, bytes, &p) != RAF_OK) {
     raf_kernel_fail(k, "out of device memory for the attention scores "
                        "(%zu MiB)",
                     bytes >> 20);
@@ -163,24 +171,20 @@ raf_status cublas_attention(const raf_kernel *k) {
     return RAF_OK;
   if (d.S == 0)
     return zero_results(st, k);
-  size_t n = (size_t)(d.bh * d.L * d.S), tsize = (size_t)raf_dtype_size(d.dt);
   raf_scratch sc = raf_mem_scratch_of(k->stmt);
-  bool own_s, own_p = false;
-  float *s = scratch(st, k, sc.scores, n * sizeof(float), &own_s);
-  void *p = s && d.dt != RAF_F32
-                ? scratch(st, k, sc.probs, n * tsize, &own_p)
-                : s;
-  raf_status rc = s && p ? RAF_OK : RAF_ERROR;
+  int64_t skip;
+  char *base = scratch_base(st, k, &sc, &skip);
+  if (!base)
+    return RAF_ERROR;
+  float *s = (float *)(base + (sc.scores - skip));
+  void *p = d.dt != RAF_F32 ? base + (sc.probs - skip) : (void *)s;
+  raf_status rc = RAF_OK;
   if (rc == RAF_OK)
     rc = scores(st, k, &d, k->in[0]->data, k->in[1]->data, s, p);
   if (rc == RAF_OK)
     rc = cublas_rowmajor(st, k, d.dt, d.dt, false, false, d.L, d.Ev, d.S, p,
                          d.S, d.L * d.S, k->in[2]->data, d.Ev, d.S * d.Ev,
                          k->out[0]->data, d.Ev, d.L * d.Ev, d.bh, 1.0f, 0.0f);
-  if (own_p)
-    raf_device_free(st->dev, p);
-  if (own_s)
-    raf_device_free(st->dev, s);
   return rc;
 }
 
@@ -199,16 +203,16 @@ raf_status cublas_attention_grad(const raf_kernel *k) {
   if (d.S == 0 || d.L == 0)
     return zero_results(st, k);
   int64_t L = d.L, S = d.S, E = d.E, Ev = d.Ev, rows = d.bh * L;
-  size_t n = (size_t)(rows * S), tsize = (size_t)raf_dtype_size(d.dt);
+  size_t n = (size_t)(rows * S);
   raf_scratch sc = raf_mem_scratch_of(k->stmt);
-  bool own_s, own_dp = false, own_p = false;
-  float *s = scratch(st, k, sc.scores, n * sizeof(float), &own_s);
-  float *dp =
-      s ? scratch(st, k, sc.dscores, n * sizeof(float), &own_dp) : NULL;
-  void *p = dp && d.dt != RAF_F32
-                ? scratch(st, k, sc.probs, n * tsize, &own_p)
-                : s;
-  raf_status rc = s && dp && p ? RAF_OK : RAF_ERROR;
+  int64_t skip;
+  char *base = scratch_base(st, k, &sc, &skip);
+  if (!base)
+    return RAF_ERROR;
+  float *s = (float *)(base + (sc.scores - skip));
+  float *dp = (float *)(base + (sc.dscores - skip));
+  void *p = d.dt != RAF_F32 ? base + (sc.probs - skip) : (void *)s;
+  raf_status rc = RAF_OK;
   /* ds overwrites p (T) once dv is queued, or dp in place for f32 (the
    * kernel reads a row's dp whole before it writes it). */
   void *ds = d.dt == RAF_F32 ? (void *)dp : p;
@@ -236,11 +240,5 @@ raf_status cublas_attention_grad(const raf_kernel *k) {
   if (rc == RAF_OK && E > 0) /* dk = ds^T q */
     rc = cublas_rowmajor(st, k, d.dt, d.dt, true, false, S, E, L, ds, S,
                          L * S, q, E, L * E, dk, E, S * E, d.bh, 1.0f, 0.0f);
-  if (own_p)
-    raf_device_free(st->dev, p);
-  if (own_dp)
-    raf_device_free(st->dev, dp);
-  if (own_s)
-    raf_device_free(st->dev, s);
   return rc;
 }

@@ -11,6 +11,16 @@
  * driver already does so for pageable memory, raf's only kind so far);
  * overlapping transfers with work needs pinned staging buffers and events,
  * which are not written yet.
+ *
+ * Scratch (raf_cuda_scratch): kernels that need temporary device memory
+ * for one statement (row statistics, a collective's staging) take it from
+ * one block the device keeps, instead of cuMemAlloc and cuMemFree around
+ * their launches: cuMemFree waits for the whole device, which would stall
+ * the step at every such statement. Reuse is safe because the device has
+ * one stream: a statement's kernels run after the previous statement's
+ * are done with the block. A block outgrown may still be read by queued
+ * work, so it is freed only once the stream is drained (synchronize,
+ * destroy).
  */
 #include "runtime/cuda/cuda_device.h"
 
@@ -27,6 +37,10 @@ typedef struct cuda_device {
   CUcontext context; /* the primary context, retained */
   CUstream stream;
   int major, minor; /* compute capability */
+  void *scratch;    /* raf_cuda_scratch's block, scratch_bytes long */
+  size_t scratch_bytes;
+  void **retired; /* outgrown blocks, freed when the stream is drained */
+  int nretired, retired_cap;
 } cuda_device;
 
 struct raf_event {
@@ -113,12 +127,50 @@ static raf_status cuda_memset(raf_device *d, void *ptr, int byte,
                "cuMemsetD8Async");
 }
 
+/* Frees the scratch blocks outgrown, once nothing queued can read them
+ * (the stream is drained). */
+static void free_retired(cuda_device *c) {
+  for (int i = 0; i < c->nretired; i++)
+    check(&c->base, c->drv->cuMemFree(dptr(c->retired[i])), "cuMemFree");
+  c->nretired = 0;
+}
+
 static raf_status cuda_synchronize(raf_device *d) {
   cuda_device *c = cuda_of(d);
   if (raf_cuda_device_make_current(d) != RAF_OK)
     return RAF_ERROR;
-  return check(d, c->drv->cuStreamSynchronize(c->stream),
-               "cuStreamSynchronize");
+  if (check(d, c->drv->cuStreamSynchronize(c->stream),
+            "cuStreamSynchronize") != RAF_OK)
+    return RAF_ERROR;
+  free_retired(c);
+  return RAF_OK;
+}
+
+raf_status raf_cuda_scratch(raf_device *d, size_t bytes, void **out) {
+  cuda_device *c = cuda_of(d);
+  *out = NULL;
+  if (bytes <= c->scratch_bytes) {
+    *out = c->scratch;
+    return RAF_OK;
+  }
+  /* Room to retire the current block first, so that nothing leaks. */
+  if (c->scratch && c->nretired == c->retired_cap) {
+    int cap = c->retired_cap ? 2 * c->retired_cap : 4;
+    void **grown = realloc(c->retired, sizeof *grown * (size_t)cap);
+    if (!grown)
+      return RAF_ERROR;
+    c->retired = grown;
+    c->retired_cap = cap;
+  }
+  void *p = NULL;
+  if (cuda_alloc(d, bytes, &p) != RAF_OK)
+    return RAF_ERROR;
+  if (c->scratch)
+    c->retired[c->nretired++] = c->scratch;
+  c->scratch = p;
+  c->scratch_bytes = bytes;
+  *out = p;
+  return RAF_OK;
 }
 
 static raf_status cuda_event_create(raf_device *d, raf_event **out) {
@@ -173,8 +225,12 @@ static void cuda_destroy(raf_device *d) {
   if (c->context && raf_cuda_device_make_current(d) == RAF_OK &&
       c->stream) {
     check(d, c->drv->cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+    free_retired(c);
+    if (c->scratch)
+      check(d, c->drv->cuMemFree(dptr(c->scratch)), "cuMemFree");
     check(d, c->drv->cuStreamDestroy(c->stream), "cuStreamDestroy");
   }
+  free(c->retired);
   if (c->context)
     check(d, c->drv->cuDevicePrimaryCtxRelease(c->dev),
           "cuDevicePrimaryCtxRelease");

@@ -19,6 +19,15 @@ const raf_cuda_driver *raf_cuda_device_driver(const raf_device *d);
 /* Makes the device's context current on the calling thread (each
  * operation of the device does so itself). */
 raf_status raf_cuda_device_make_current(raf_device *d);
+/* Device memory of at least `bytes` for the kernels a statement queues
+ * next on the device's stream, in place of an allocation freed after
+ * them (cuMemFree waits for the whole device): one block the device owns
+ * and hands to every caller, grown when asked for more (the block outgrown
+ * is freed once the stream is drained). *out is valid until the next call;
+ * the work queued on it before then is ordered by the one stream. Running
+ * out is RAF_ERROR with nothing reported (the caller says what it was
+ * for), as raf_device_alloc. */
+raf_status raf_cuda_scratch(raf_device *d, size_t bytes, void **out);
 /* The device's compute capability (9.0: *major 9, *minor 0), read when it
  * was opened. */
 void raf_cuda_device_capability(const raf_device *d, int *major,

@@ -430,7 +430,9 @@ static raf_status cuda_run(const raf_kernel *k) {
   void *scratch = NULL;
   size_t rows = (size_t)(info->rows ? info->rows : 1);
   raf_status rc = RAF_OK;
-  if (ns && raf_device_alloc(dev, sizeof(double) * (size_t)ns * rows,
+  /* The device's stream-ordered scratch: no cuMemFree after the
+   * launches, which would wait for the whole device. */
+  if (ns && raf_cuda_scratch(dev, sizeof(double) * (size_t)ns * rows,
                              &scratch) != RAF_OK)
     rc = raf_kernel_fail(k, "out of %s memory for the rows' totals",
                          raf_device_name(dev));
@@ -450,7 +452,6 @@ static raf_status cuda_run(const raf_kernel *k) {
         0}; /* the kernels' shared memory is static */
     rc = raf_cuda_launch(dev, c->fns[i], l->name, &dims, params);
   }
-  raf_device_free(dev, scratch);
   if (bufs != stack)
     free(bufs);
   if (params != pstack)

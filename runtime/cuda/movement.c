@@ -14,6 +14,7 @@
  */
 #include "runtime/cuda/movement.h"
 
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/module.h"
 #include "runtime/exec.h"
 
@@ -347,7 +348,9 @@ raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
     return RAF_OK;
   raf_device *dev = raf_exec_device(k->ex);
   void *stats = NULL;
-  if (raf_device_alloc(dev, sizeof(double) * 2 * (size_t)rows, &stats) !=
+  /* The device's stream-ordered scratch, not an allocation freed after
+   * the launches (cuMemFree waits for the whole device). */
+  if (raf_cuda_scratch(dev, sizeof(double) * 2 * (size_t)rows, &stats) !=
       RAF_OK)
     return raf_kernel_fail(k, "out of %s memory for the rows' statistics",
                            raf_device_name(dev));
@@ -362,7 +365,6 @@ raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
   void *col_params[] = {&dgamma, &dbeta, &dy, &x, &stats, &rows, &n};
   if (rc == RAF_OK)
     rc = launch(k, "raf_layer_norm_grad_params_f32", cover(n), col_params);
-  raf_device_free(dev, stats); /* after the queued launches */
   return rc;
 }
 

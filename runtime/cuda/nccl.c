@@ -233,8 +233,11 @@ static raf_status nccl_collective(const raf_kernel *k) {
   if (s->op == RAF_OP_ALL_SLICE)
     return copy_block(dev, &b, world, rank, x->data, y->data, true);
   void *scratch = NULL;
+  /* The device's stream-ordered scratch (NCCL runs on its stream), not
+   * an allocation freed after the collective: cuMemFree would wait for
+   * the whole device. */
   if (b.outer > 1 && s->op != RAF_OP_ALL_REDUCE &&
-      raf_device_alloc(dev, whole->nbytes, &scratch) != RAF_OK)
+      raf_cuda_scratch(dev, (size_t)whole->nbytes, &scratch) != RAF_OK)
     return raf_kernel_fail(k, "out of %s memory for packing the blocks",
                            raf_device_name(dev));
   raf_dtype dt = x->type->dtype;
@@ -261,7 +264,6 @@ static raf_status nccl_collective(const raf_kernel *k) {
     if (r == ncclSuccess && scratch)
       rc = repack(dev, &b, world, y->data, scratch, false);
   }
-  raf_device_free(dev, scratch); /* after the work queued on it */
   st->stats.calls++;
   st->stats.bytes +=
       (int64_t)raf_collective_sent_bytes(s->op, whole->nbytes, world);

@@ -21,6 +21,7 @@
 #include "runtime/exec.h"
 
 #ifdef RAF_HAVE_CUDA
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/module.h"
 #endif
@@ -246,6 +247,26 @@ static void test_module(raf_device *d, bool fake) {
                              "bogus", &m) == RAF_ERROR && !m);
 }
 
+/* raf_cuda_scratch: one block reused while it is large enough, a larger
+ * one when asked for more (the old one freed once the stream is drained),
+ * device memory either way. */
+static void test_scratch(raf_device *d) {
+  void *a = NULL, *b = NULL, *c = NULL;
+  CHECK(raf_cuda_scratch(d, 1000, &a) == RAF_OK && a);
+  CHECK(raf_cuda_scratch(d, 10, &b) == RAF_OK && b == a);
+  CHECK(raf_cuda_scratch(d, 1 << 20, &c) == RAF_OK && c && c != a);
+  CHECK(raf_cuda_scratch(d, 1000, &b) == RAF_OK && b == c);
+  if (c) /* the block is device memory: a memset and a copy back work */
+    CHECK(raf_device_memset(d, c, 7, 1 << 20) == RAF_OK);
+  unsigned char back[16] = {0};
+  CHECK(c && raf_device_copy(d, back, c, sizeof back,
+                             RAF_COPY_DEVICE_TO_HOST) == RAF_OK &&
+        back[15] == 7);
+  CHECK(raf_device_synchronize(d) == RAF_OK);
+  void *big = NULL; /* running out is the caller's to report */
+  CHECK(raf_cuda_scratch(d, (size_t)1 << 50, &big) == RAF_ERROR && !big);
+}
+
 /* The cuda device on the driver LD_LIBRARY_PATH finds (the fake, or with
  * --gpu the machine's own). */
 static void test_cuda(bool fake) {
@@ -278,6 +299,9 @@ static void test_cuda(bool fake) {
   CHECK(raf_diag_count(ctx) == 1);
   CHECK(strstr(last_error(ctx), "cuda:0: elapsed time of an event never "
                                 "recorded") != NULL);
+  raf_diag_clear(ctx);
+  test_scratch(d);
+  CHECK(raf_diag_count(ctx) == 0);
   raf_diag_clear(ctx);
   test_module(d, fake);
   CHECK(raf_diag_count(ctx) == (fake ? 0 : 2));
