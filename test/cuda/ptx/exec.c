@@ -446,6 +446,17 @@ static void frame_end(ptx_thread *t, ptx_frame *f) {
 #define D(i) r[in->dst[i]]
 #define FAULT(st, ...) ptx_fault(cta, t, in, st, __VA_ARGS__)
 
+/* mad's addend c added to the product's half p (bits wide), plus the
+ * carry for madc; .cc sets the carry out, as add.cc and addc.cc do. */
+static uint64_t mad_add(ptx_thread *t, const ptx_insn *in, uint64_t p,
+                        uint64_t c, int bits) {
+  uint64_t a = mask_bits(p, bits), b = mask_bits(c, bits);
+  uint64_t cin = in->op == PTX_OP_MADC ? t->carry : 0, s = a + b + cin;
+  if (in->flags & PTX_F_CC)
+    t->carry = bits == 64 ? (s < a || (cin && s == a)) : (s >> bits) & 1;
+  return s;
+}
+
 /* The effective address space of an instruction. */
 static int space_of(const ptx_insn *in) { return in->space; }
 
@@ -502,6 +513,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
     }
     case PTX_OP_MUL:
     case PTX_OP_MAD:
+    case PTX_OP_MADC:
     case PTX_OP_MUL24:
     case PTX_OP_MAD24:
       if (kind == 'f') {
@@ -535,12 +547,16 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
             p = (uint64_t)((x * y) >> 16);
           else
             p = (uint64_t)((x * y) >> bits);
-          if (in->op == PTX_OP_MAD || in->op == PTX_OP_MAD24)
+          if (in->op == PTX_OP_MAD || in->op == PTX_OP_MADC)
+            p = mad_add(t, in, p, S(2), bits);
+          else if (in->op == PTX_OP_MAD24)
             p += S(2);
           D(0) = mask_bits(p, bits);
         } else {
           p = a * b;
-          if (in->op == PTX_OP_MAD || in->op == PTX_OP_MAD24)
+          if (in->op == PTX_OP_MAD || in->op == PTX_OP_MADC)
+            p = mad_add(t, in, p, S(2), bits);
+          else if (in->op == PTX_OP_MAD24)
             p += S(2);
           D(0) = mask_bits(p, bits);
         }
