@@ -57,165 +57,6 @@ static const char *const sreg_names[PTX_SR_COUNT] = {
     "%lanemask_gt", "%lanemask_ge", "%clock", "%clock64", "%globaltimer",
     "%dynamic_smem_size", "%total_smem_size", "WARP_SZ"};
 
-bool ptxp_failed(const parser *ps) { return ps->status != PTX_OK; }
-
-void ptxp_error_at(parser *ps, int line, ptx_status st, const char *fmt,
-                     ...) {
-  if (ptxp_failed(ps))
-    return;
-  ps->status = st;
-  if (!ps->log || !ps->log_size)
-    return;
-  int n = snprintf(ps->log, ps->log_size,
-                   "ptxas application ptx input, line %d; %s: ", line,
-                   st == PTX_UNSUPPORTED_VERSION ? "fatal   " : "error   ");
-  if (n < 0 || (size_t)n >= ps->log_size)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(ps->log + n, ps->log_size - (size_t)n, fmt, ap);
-  va_end(ap);
-}
-
-void *ptxp_grow(void *p, int *cap, int need, size_t elem) {
-  if (need <= *cap)
-    return p;
-  int c = *cap ? *cap * 2 : 16;
-  while (c < need)
-    c *= 2;
-  void *q = realloc(p, (size_t)c * elem);
-  if (q)
-    *cap = c;
-  return q;
-}
-
-/* ---- tokens ---- */
-
-static bool ident_start(int c) {
-  return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.';
-}
-static bool ident_char(int c) {
-  return isalnum(c) || c == '_' || c == '$' || c == '.';
-}
-
-static void skip_line(parser *ps) {
-  while (*ps->p && *ps->p != '\n')
-    ps->p++;
-}
-
-void ptxp_next(parser *ps) {
-  for (;;) {
-    while (isspace((unsigned char)*ps->p))
-      if (*ps->p++ == '\n')
-        ps->line++;
-    if (ps->p[0] == '/' && ps->p[1] == '/')
-      skip_line(ps);
-    else if (ps->p[0] == '/' && ps->p[1] == '*') {
-      const char *e = strstr(ps->p + 2, "*/");
-      for (const char *q = ps->p; q < (e ? e : ps->p + strlen(ps->p)); q++)
-        ps->line += *q == '\n';
-      ps->p = e ? e + 2 : ps->p + strlen(ps->p);
-    } else
-      break;
-  }
-  token *t = &ps->tok;
-  memset(t, 0, sizeof *t);
-  t->start = ps->p;
-  t->line = ps->line;
-  int c = (unsigned char)*ps->p;
-  if (!c) {
-    t->kind = T_EOF;
-  } else if (ident_start(c) && !(c == '.' && isdigit((unsigned char)ps->p[1]))) {
-    const char *q = ps->p + 1;
-    while (ident_char((unsigned char)*q) || (q[0] == ':' && q[1] == ':' &&
-                                             ident_char((unsigned char)q[2])))
-      q += *q == ':' ? 2 : 1;
-    t->kind = T_IDENT;
-    ps->p = q;
-  } else if (isdigit(c)) {
-    const char *q = ps->p;
-    if (q[0] == '0' && (q[1] == 'f' || q[1] == 'F' || q[1] == 'd' ||
-                        q[1] == 'D')) {
-      t->kind = T_FLOAT;
-      t->float_bits = (q[1] == 'f' || q[1] == 'F') ? 32 : 64;
-      char *end;
-      t->ival = strtoull(q + 2, &end, 16);
-      ps->p = end;
-    } else {
-      char *end_i, *end_f;
-      unsigned long long v = strtoull(q, &end_i, 0);
-      double d = strtod(q, &end_f);
-      if (end_f > end_i) {
-        t->kind = T_FLOAT;
-        t->fval = d;
-        ps->p = end_f;
-      } else {
-        t->kind = T_INT;
-        t->ival = v;
-        ps->p = end_i;
-        if (*ps->p == 'U')
-          ps->p++;
-      }
-    }
-  } else if (c == '"') {
-    const char *q = ps->p + 1;
-    while (*q && *q != '"')
-      q++;
-    t->kind = T_STRING;
-    ps->p = *q ? q + 1 : q;
-  } else {
-    t->kind = T_PUNCT;
-    ps->p++;
-  }
-  t->len = (int)(ps->p - t->start);
-}
-
-bool ptxp_is_punct(const parser *ps, char c) {
-  return ps->tok.kind == T_PUNCT && ps->tok.start[0] == c;
-}
-bool ptxp_is_word(const parser *ps, const char *w) {
-  return ps->tok.kind == T_IDENT && (int)strlen(w) == ps->tok.len &&
-         memcmp(ps->tok.start, w, (size_t)ps->tok.len) == 0;
-}
-bool ptxp_accept(parser *ps, char c) {
-  if (!ptxp_is_punct(ps, c))
-    return false;
-  ptxp_next(ps);
-  return true;
-}
-void ptxp_expect(parser *ps, char c) {
-  if (!ptxp_accept(ps, c))
-    PTXP_ERROR(ps, "syntax error: expected '%c' at '%.*s'", c,
-          ps->tok.len ? ps->tok.len : 3, ps->tok.len ? ps->tok.start : "EOF");
-}
-static char *tok_dup(const parser *ps) {
-  char *s = malloc((size_t)ps->tok.len + 1);
-  if (s) {
-    memcpy(s, ps->tok.start, (size_t)ps->tok.len);
-    s[ps->tok.len] = '\0';
-  }
-  return s;
-}
-uint64_t ptxp_expect_int(parser *ps) {
-  bool neg = ptxp_accept(ps, '-');
-  if (ps->tok.kind != T_INT) {
-    PTXP_ERROR(ps, "syntax error: expected a number at '%.*s'", ps->tok.len,
-          ps->tok.start);
-    return 0;
-  }
-  uint64_t v = ps->tok.ival;
-  ptxp_next(ps);
-  return neg ? (uint64_t)-(int64_t)v : v;
-}
-
-int ptxp_type_of(const char *s, int len) {
-  for (int t = 1; t < PTX_T_COUNT; t++)
-    if ((int)strlen(ptx_type_names[t]) == len &&
-        memcmp(ptx_type_names[t], s, (size_t)len) == 0)
-      return t;
-  return PTX_T_NONE;
-}
-
 /* ---- slots ---- */
 
 static int new_slots(parser *ps, int n) {
@@ -445,6 +286,17 @@ static uint32_t align_up(uint32_t v, uint32_t a) {
 }
 
 /* Adds a param of `d` at the end of the function's param area. */
+/* Places a param of `d` at the end of the function's param area; its
+ * offset there. */
+static uint32_t place_param(parser *ps, const decl *d, uint32_t *size) {
+  *size = (uint32_t)(d->count * (ptx_type_bits[d->type] < 8
+                                     ? 1
+                                     : ptx_type_bits[d->type] / 8));
+  uint32_t at = align_up(ps->fn->param_size, d->align);
+  ps->fn->param_size = at + *size;
+  return at;
+}
+
 static ptx_param *add_param(parser *ps, ptx_param **arr, int *n,
                             const decl *d) {
   ptx_param *np = realloc(*arr, (size_t)(*n + 1) * sizeof **arr);
@@ -454,19 +306,13 @@ static ptx_param *add_param(parser *ps, ptx_param **arr, int *n,
   }
   *arr = np;
   ptx_param *p = &np[(*n)++];
-  uint32_t size = (uint32_t)(d->count * (ptx_type_bits[d->type] < 8
-                                             ? 1
-                                             : ptx_type_bits[d->type] / 8));
-  ps->fn->param_size = align_up(ps->fn->param_size, d->align);
+  p->offset = place_param(ps, d, &p->size);
+  p->kind = param_kind(d);
   p->name = malloc((size_t)d->name_len + 1);
   if (p->name) {
     memcpy(p->name, d->name, (size_t)d->name_len);
     p->name[d->name_len] = '\0';
   }
-  p->offset = ps->fn->param_size;
-  p->size = size;
-  p->kind = param_kind(d);
-  ps->fn->param_size += size;
   return p;
 }
 
@@ -640,19 +486,11 @@ static void parse_body_var(parser *ps) {
     }
     fn->local_size += (uint32_t)(d.count * (ptx_type_bits[d.type] / 8));
   } else if (d.space == PTX_PARAM) {
-    ptx_param *p = NULL;
     /* call-site params live in the frame's param area after the formals */
-    ptx_param tmp = {0};
-    ptx_param *arr = &tmp;
-    int n = 0;
-    arr = NULL;
-    p = add_param(ps, &arr, &n, &d);
-    if (p) {
-      add_name(ps, d.name, d.name_len, 0,
-               ptxp_const_slot(ps, p->offset + PTX_FRAME_PARAM), d.type);
-      free(p->name);
-    }
-    free(arr);
+    uint32_t size;
+    uint32_t at = place_param(ps, &d, &size);
+    add_name(ps, d.name, d.name_len, 0,
+             ptxp_const_slot(ps, at + PTX_FRAME_PARAM), d.type);
   } else if (d.space == PTX_SHARED) {
     char scoped[256];
     snprintf(scoped, sizeof scoped, "%s::%.*s", ps->fn->name, d.name_len,
@@ -695,7 +533,7 @@ static void parse_body(parser *ps) {
       ptxp_next(ps);
       ptxp_expect(ps, ';');
     } else if (ptxp_is_word(ps, ".loc") || ptxp_is_word(ps, ".file")) {
-      skip_line(ps);
+      ptxp_skip_line(ps);
       ptxp_next(ps);
     } else if (ps->tok.kind == T_IDENT && ps->p[0] == ':' && ps->p[1] != ':') {
       name *l = PTXP_PUSH(ps, ps->labels, ps->nlabels, ps->labels_cap);
@@ -770,7 +608,7 @@ static void parse_function(parser *ps, bool entry) {
     ps->fn = NULL;
     return;
   }
-  fn->name = tok_dup(ps);
+  fn->name = ptxp_tok_dup(ps);
   if (fn->name && strchr(fn->name, '.'))
     PTXP_ERROR(ps, "'%s' is not a PTX identifier (it has a '.')", fn->name);
   ptxp_next(ps);
@@ -893,7 +731,7 @@ static void parse_module(parser *ps) {
       if (ptxp_expect_int(ps) != 64)
         PTXP_ERROR(ps, "only .address_size 64 is supported");
     } else if (ptxp_is_word(ps, ".file") || ptxp_is_word(ps, ".loc")) {
-      skip_line(ps);
+      ptxp_skip_line(ps);
       ptxp_next(ps);
     } else if (ptxp_is_word(ps, ".section")) { /* debug sections: skipped */
       ptxp_next(ps);

@@ -74,6 +74,8 @@ void *ptxp_grow(void *p, int *cap, int need, size_t elem);
             (void *)NULL))
 
 bool ptxp_failed(const parser *ps);
+char *ptxp_tok_dup(const parser *ps); /* the caller frees it */
+void ptxp_skip_line(parser *ps);
 void ptxp_next(parser *ps);
 bool ptxp_is_punct(const parser *ps, char c);
 bool ptxp_is_word(const parser *ps, const char *w);
