@@ -103,56 +103,49 @@ static int device_count(void) {
   return v && *v ? atoi(v) : 1;
 }
 
+/* The errors the fake gives, with the driver's names and strings. */
+#define FAKE_ERRORS(X)                                                      \
+  X(CUDA_SUCCESS, "no error")                                               \
+  X(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected")             \
+  X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                              \
+  X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                           \
+  X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported")                    \
+  X(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed")                 \
+  X(CUDA_ERROR_NOT_FOUND, "named symbol not found")                         \
+  X(CUDA_ERROR_UNSUPPORTED_PTX_VERSION,                                     \
+    "the provided PTX was compiled with an unsupported toolchain.")         \
+  X(CUDA_ERROR_NO_BINARY_FOR_GPU,                                           \
+    "no kernel image is available for execution on the device")             \
+  X(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered") \
+  X(CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address")                    \
+  X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure")                 \
+  X(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated")
+
+static const struct {
+  CUresult code;
+  const char *name, *string;
+} errors[] = {
+#define X(code, string) {code, #code, string},
+    FAKE_ERRORS(X)
+#undef X
+};
+
 static CUresult fake_cuGetErrorString(CUresult e, const char **s) {
-  switch (e) {
-  case CUDA_SUCCESS: *s = "no error"; break;
-  case CUDA_ERROR_NO_DEVICE: *s = "no CUDA-capable device is detected"; break;
-  case CUDA_ERROR_OUT_OF_MEMORY: *s = "out of memory"; break;
-  case CUDA_ERROR_INVALID_VALUE: *s = "invalid argument"; break;
-  case CUDA_ERROR_NOT_SUPPORTED: *s = "operation not supported"; break;
-  case CUDA_ERROR_INVALID_PTX: *s = "a PTX JIT compilation failed"; break;
-  case CUDA_ERROR_NOT_FOUND: *s = "named symbol not found"; break;
-  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    *s = "the provided PTX was compiled with an unsupported toolchain.";
-    break;
-  case CUDA_ERROR_NO_BINARY_FOR_GPU:
-    *s = "no kernel image is available for execution on the device";
-    break;
-  case CUDA_ERROR_ILLEGAL_ADDRESS:
-    *s = "an illegal memory access was encountered";
-    break;
-  case CUDA_ERROR_MISALIGNED_ADDRESS: *s = "misaligned address"; break;
-  case CUDA_ERROR_LAUNCH_FAILED: *s = "unspecified launch failure"; break;
-  case CUDA_ERROR_LAUNCH_TIMEOUT:
-    *s = "the launch timed out and was terminated";
-    break;
-  default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].code == e) {
+      *s = errors[i].string;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
-  switch (e) {
-  case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
-  case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; break;
-  case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-  case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
-  case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
-  case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; break;
-  case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
-  case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
-    *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
-    break;
-  case CUDA_ERROR_NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
-  case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
-  case CUDA_ERROR_MISALIGNED_ADDRESS:
-    *s = "CUDA_ERROR_MISALIGNED_ADDRESS";
-    break;
-  case CUDA_ERROR_LAUNCH_FAILED: *s = "CUDA_ERROR_LAUNCH_FAILED"; break;
-  case CUDA_ERROR_LAUNCH_TIMEOUT: *s = "CUDA_ERROR_LAUNCH_TIMEOUT"; break;
-  default: return CUDA_ERROR_INVALID_VALUE;
-  }
-  return CUDA_SUCCESS;
+  for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++)
+    if (errors[i].code == e) {
+      *s = errors[i].name;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 static bool initialised, exiting;

@@ -167,27 +167,21 @@ static bool fcompare(int cmp, double a, double b) {
 }
 
 static bool icompare(int cmp, int type, uint64_t a, uint64_t b) {
-  int bits = ptx_type_bits[type];
+  int bits = ptx_type_bits[type], order;
   if (ptx_type_kind[type] == 's') {
     int64_t x = sext(a, bits), y = sext(b, bits);
-    switch (cmp) {
-    case PTX_EQ: return x == y;
-    case PTX_NE: return x != y;
-    case PTX_LT: case PTX_LO: return x < y;
-    case PTX_LE: case PTX_LS: return x <= y;
-    case PTX_GT: case PTX_HI: return x > y;
-    case PTX_GE: case PTX_HS: return x >= y;
-    default: return false;
-    }
+    order = (x > y) - (x < y);
+  } else {
+    uint64_t x = mask_bits(a, bits), y = mask_bits(b, bits);
+    order = (x > y) - (x < y);
   }
-  uint64_t x = mask_bits(a, bits), y = mask_bits(b, bits);
   switch (cmp) {
-  case PTX_EQ: return x == y;
-  case PTX_NE: return x != y;
-  case PTX_LT: case PTX_LO: return x < y;
-  case PTX_LE: case PTX_LS: return x <= y;
-  case PTX_GT: case PTX_HI: return x > y;
-  case PTX_GE: case PTX_HS: return x >= y;
+  case PTX_EQ: return order == 0;
+  case PTX_NE: return order != 0;
+  case PTX_LT: case PTX_LO: return order < 0;
+  case PTX_LE: case PTX_LS: return order <= 0;
+  case PTX_GT: case PTX_HI: return order > 0;
+  case PTX_GE: case PTX_HS: return order >= 0;
   default: return false;
   }
 }
