@@ -561,8 +561,14 @@ static raf_status make_args(raf_ctx *ctx, raf_exec *ex, raf_module *m,
   for (int i = 0; i < f->nargs; i++) {
     if (whole[i] == args[i])
       continue;
+    /* A param or state that is not sharded is the whole tensor on every
+     * rank (rank r's part would be past its end: zeros on ranks above 0). */
+    bool replicated = whole[i] && whole[i]->type == args[i]->type &&
+                      !raf_attrs_find(&f->args[i].attrs, "sharded");
     if (whole[i] && rc == RAF_OK)
-      rc = rr_dist_take_part(ex, d, whole[i], args[i]);
+      rc = replicated ? raf_exec_write(ex, args[i], 0, whole[i]->data,
+                                       args[i]->nbytes)
+                      : rr_dist_take_part(ex, d, whole[i], args[i]);
     rr_host_tensor_free(whole[i]);
   }
   return rc;
