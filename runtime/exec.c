@@ -250,10 +250,14 @@ static raf_status run_kernel_events(raf_exec *ex, step *st, raf_kernel *k) {
 /* sync_each: waits for what k queued on a device the host does not
  * address; a fault there (an illegal address, a trap) is then this
  * statement's, and says so at its location, after the device's own line
- * (the driver's error): "%y = call @fused_3: the device failed ...". */
-static raf_status sync_after(raf_exec *ex, const raf_kernel *k) {
-  if (!ex->opts.sync_each || raf_device_host_addressable(ex->device) ||
-      raf_device_synchronize(ex->device) == RAF_OK)
+ * (the driver's error): "%y = call @fused_3: the device failed ...".
+ * Gives rc, k's own status, when there is nothing to add. */
+static raf_status sync_after(raf_exec *ex, const raf_kernel *k,
+                             raf_status rc) {
+  if (!ex->opts.sync_each || raf_device_host_addressable(ex->device))
+    return rc;
+  /* a fault of its first kernel may surface at the launch of its next */
+  if (rc == RAF_OK && raf_device_synchronize(ex->device) == RAF_OK)
     return RAF_OK;
   const raf_stmt *s = k->stmt;
   raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
@@ -271,8 +275,7 @@ static raf_status run_kernel_timed(raf_exec *ex, step *st, raf_kernel *k);
 
 /* A step's kernel, timed when profiling, and waited for with sync_each. */
 static raf_status run_kernel(raf_exec *ex, step *st, raf_kernel *k) {
-  raf_status rc = run_kernel_timed(ex, st, k);
-  return rc == RAF_OK ? sync_after(ex, k) : rc;
+  return sync_after(ex, k, run_kernel_timed(ex, st, k));
 }
 
 /* Only kernels are timed: a call that runs its callee's plan is the sum of
