@@ -233,6 +233,7 @@ static CUresult fake_cuCtxSetCurrent(CUcontext c) {
 }
 
 static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  STICKY();
   if (bytes > ((size_t)1 << 30))
     return CUDA_ERROR_OUT_OF_MEMORY;
   /* cuMemAlloc's alignment: 256 bytes. */
@@ -507,7 +508,6 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       return CUDA_ERROR_INVALID_VALUE;
   unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
   log_launch(ff->kernel, g, b, shared, params);
-  queued = true;
   const char *max = getenv("RAF_FAKE_CUDA_MAX_INSNS");
   ptx_launch l = {{gx, gy, gz}, {bx, by, bz}, shared, params,
                   max && *max ? strtoull(max, NULL, 10) : 0};
@@ -523,6 +523,7 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
     fprintf(stderr, "fake cuda: %s\n", report);
     return cuda_error(st); /* refused at once, as a bad launch is */
   }
+  queued = true;
   if (st != PTX_OK) {
     fprintf(stderr, "fake cuda: %s\n", report);
     fake_log("RAF_FAKE_CUDA_LOG", "fault %s", report);
