@@ -14,7 +14,8 @@
  * gives real values on the fake device; products above
  * RAF_FAKE_CUBLASLT_MAX_MACS multiply-adds (default 2^26) are checked but
  * not computed (a GPT-2 124M step on the fake driver, which runs no
- * kernels either). f16 is refused (CUBLAS_STATUS_NOT_SUPPORTED).
+ * kernels either). f16 is computed as bf16 is (f32 sums, the result
+ * rounded to nearest even).
  *
  * The epilogues raf uses are computed too, as cublasLt.h defines them:
  * bias, GELU (PyTorch's tanh form) with or without bias and aux output,
@@ -24,7 +25,7 @@
  *
  *   RAF_FAKE_CUBLASLT_LOG=file   a line per matmul appended to file:
  *                                "matmul m=M n=N k=K batch=B ta=0|1
- *                                tb=0|1 type=f32|bf16 computed|checked"
+ *                                tb=0|1 type=f32|bf16|f16 computed|checked"
  *                                and " epilogue=NAME" unless the default
  *
  * Built as libcublasLt.so.13 in the build tree's fake-cuda/ (CMakeLists.txt);
@@ -295,7 +296,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
       !shapes_agree(dd, la, lb, lc, &m, &n, &k) ||
       !epilogue_valid(dd, m, lc->batch))
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF)
+  if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF &&
+      la->type != CUDA_R_16F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   memset(&results[0], 0, sizeof results[0]);
   results[0].workspaceSize = 0;
@@ -305,9 +307,36 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* IEEE binary16 to float, exactly, and float to binary16 rounded to
+ * nearest even (overflow to infinity). */
+static float half_to_float(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float f = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m | 1024), e - 25);
+  return h & 0x8000 ? -f : f;
+}
+
+static uint16_t float_to_half(float v) {
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  float a = fabsf(v);
+  if (isnan(v))
+    return sign | 0x7e00;
+  if (a >= 65520.0f) /* rounds to infinity */
+    return sign | 0x7c00;
+  if (a < 0x1p-14f) /* subnormal: units of 2^-24 (exact scaling) */
+    return sign | (uint16_t)lrintf(a * 0x1p24f);
+  int e;
+  frexpf(a, &e); /* a in [2^(e-1), 2^e) */
+  long q = lrintf(ldexpf(a, 11 - e)); /* 1024..2048: 2048 carries */
+  return sign | (uint16_t)(((uint32_t)(e + 14) << 10) + (uint32_t)(q - 1024));
+}
+
 static float load(cudaDataType t, const void *p, int64_t i) {
   if (t == CUDA_R_32F)
     return ((const float *)p)[i];
+  if (t == CUDA_R_16F)
+    return half_to_float(((const uint16_t *)p)[i]);
   uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
   float f;
   memcpy(&f, &u, sizeof f);
@@ -317,6 +346,10 @@ static float load(cudaDataType t, const void *p, int64_t i) {
 static void store(cudaDataType t, void *p, int64_t i, float v) {
   if (t == CUDA_R_32F) {
     ((float *)p)[i] = v;
+    return;
+  }
+  if (t == CUDA_R_16F) {
+    ((uint16_t *)p)[i] = float_to_half(v);
     return;
   }
   uint32_t u;
@@ -351,7 +384,8 @@ cublasStatus_t cublasLtMatmul(
   void *aux = has_aux(e) ? fake_host_of(dd->aux) : NULL;
   if ((has_bias(e) && !bias) || (has_aux(e) && !aux))
     return CUBLAS_STATUS_INVALID_VALUE; /* not device memory */
-  if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF)
+  if (la->type != CUDA_R_32F && la->type != CUDA_R_16BF &&
+      la->type != CUDA_R_16F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const char *limit = getenv("RAF_FAKE_CUBLASLT_MAX_MACS");
   double macs = (double)m * (double)n * (double)k * lc->batch;
@@ -360,7 +394,10 @@ cublasStatus_t cublasLtMatmul(
            "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s%s%s",
            (unsigned long long)m, (unsigned long long)n,
            (unsigned long long)k, lc->batch, dd->ta == CUBLAS_OP_T,
-           dd->tb == CUBLAS_OP_T, la->type == CUDA_R_32F ? "f32" : "bf16",
+           dd->tb == CUBLAS_OP_T,
+           la->type == CUDA_R_32F   ? "f32"
+           : la->type == CUDA_R_16F ? "f16"
+                                    : "bf16",
            compute ? "computed" : "checked",
            e == CUBLASLT_EPILOGUE_DEFAULT ? "" : " epilogue=",
            e == CUBLASLT_EPILOGUE_DEFAULT ? "" : epilogue_name(e));
