@@ -86,6 +86,19 @@ config.substitutions.append(
      % os.path.join(os.path.dirname(os.path.dirname(__file__)), "dist",
                     "lsan.supp")))
 
+# Tests that export a PyTorch module with python/raf_torch (BERT of
+# examples/bert) say `REQUIRES: torch`: %python finds torch (looked up,
+# not imported).
+try:
+    import subprocess
+    if subprocess.run([python, "-c", "import importlib.util, sys; "
+                       "sys.exit(importlib.util.find_spec('torch') is None)"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      timeout=30).returncode == 0:
+        config.available_features.add("torch")
+except (OSError, subprocess.TimeoutExpired):
+    pass
+
 # The cuda device (runtime/cuda/): a build with the CUDA toolkit's headers
 # has the feature `cuda-support` and the fake driver of
 # test/cuda/fake_driver.c (%fake-cuda: the folder of its libcuda.so.1, for
