@@ -227,23 +227,13 @@ static uint64_t float_to_int(double d, int type, int round) {
 /* An integer of `type` as a float of `dtype`, rounded once. */
 static uint64_t int_to_float(uint64_t v, int type, int dtype, int round) {
   int bits = ptx_type_bits[type];
+  bool sgn = ptx_type_kind[type] == 's';
+  uint64_t x = sgn ? (uint64_t)sext(v, bits) : mask_bits(v, bits);
   if (round == PTX_RNONE)
     round = PTX_RN;
-  if (ptx_type_kind[type] == 's') {
-    int64_t x = sext(v, bits);
-    if (dtype == PTX_T_F64)
-      return of_f64(ptx_f64_op(PTX_FOP_ADD, round, (double)x, 0, 0));
-    if (dtype == PTX_T_F32)
-      return of_f32(ptx_f32_from_double(
-          bits == 64 && (x > (1LL << 53) || x < -(1LL << 53)) ? (double)x : (double)x, round));
-    return fput(dtype, (double)x, round);
-  }
-  uint64_t x = mask_bits(v, bits);
   if (dtype == PTX_T_F64)
-    return of_f64((double)x);
-  if (dtype == PTX_T_F32)
-    return of_f32(ptx_f32_from_double((double)x, round));
-  return fput(dtype, (double)x, round);
+    return of_f64(ptx_f64_from_int(x, sgn, round));
+  return fput(dtype, ptx_int_to_odd_double(x, sgn), round); /* fp.c: why */
 }
 
 static uint64_t int_saturate(int64_t v, bool src_signed, uint64_t raw, int type) {

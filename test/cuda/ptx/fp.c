@@ -97,8 +97,8 @@ static uint32_t round_to(double x, int man, int emin, int emax, int round) {
   int ebits = man == 10 ? 5 : 8;
   uint32_t sign = signbit(x) ? 1u << (man + ebits) : 0;
   uint32_t inf = ((1u << ebits) - 1) << man;
-  if (isnan(x))
-    return sign | inf | (1u << (man - 1)); /* the quiet NaN */
+  if (isnan(x)) /* the GPU's canonical NaN (0x7fff), whatever the sign */
+    return inf | ((1u << man) - 1);
   double a = fabs(x);
   if (isinf(a))
     return sign | inf;
@@ -162,6 +162,29 @@ static double from_bits(uint32_t h, int man, int ebits, int emin) {
 
 double ptx_f16_to_double(uint16_t h) { return from_bits(h, 10, 5, -14); }
 double ptx_bf16_to_double(uint16_t h) { return from_bits(h, 7, 8, -126); }
+
+/* Integers need no double rounding: a 64-bit one may have more bits than
+ * a double holds, and rounding it to a double and then to f32 can make a
+ * tie of what was not one (2^60 + 2^36 + 1). */
+double ptx_f64_from_int(uint64_t v, bool is_signed, int round) {
+  int saved = fegetround();
+  fesetround(c_mode(round));
+  volatile double r = is_signed ? (double)(int64_t)v : (double)v;
+  fesetround(saved);
+  return r;
+}
+
+double ptx_int_to_odd_double(uint64_t v, bool is_signed) {
+  bool neg = is_signed && (int64_t)v < 0;
+  uint64_t m = neg ? 0 - v : v;
+  int shift = 0;
+  if (m >> 53) { /* keep 53 bits; what is shifted out becomes a sticky 1 */
+    shift = 11 - __builtin_clzll(m);
+    m = m >> shift | ((m & (((uint64_t)1 << shift) - 1)) != 0);
+  }
+  double d = ldexp((double)m, shift);
+  return neg ? -d : d;
+}
 
 double ptx_round_integral(double x, int round) {
   switch (round) {

@@ -52,18 +52,24 @@ static bool release_barriers(ptx_cta *cta, unsigned exited) {
   bool progress = false;
   for (unsigned id = 0; id < 16; id++) {
     unsigned arrived = 0, expected = 0;
+    bool whole = false;
     for (unsigned i = 0; i < cta->nthreads; i++) {
       ptx_thread *t = &cta->threads[i];
       if (t->state != PTX_AT_BARRIER || t->wait_a != id)
         continue;
       arrived++;
       expected = bar_expected(cta, t);
+      whole = t->wait->nsrc < 2;
     }
     if (!arrived)
       continue;
     arrived += cta->arrivals[id]; /* bar.arrive: counted, not waiting */
-    /* exited threads count for a barrier of the whole CTA */
-    if (expected == cta->nthreads)
+    /* Exited threads count for a barrier of the whole CTA (no thread
+     * count: __syncthreads after an early return). A counted barrier
+     * waits for its count: threads that bar.arrive and then exit were
+     * counted by their bar.arrive, and counting them again released it
+     * before its last waiters came. */
+    if (whole)
       arrived += exited;
     if (arrived < expected)
       continue;
@@ -171,9 +177,17 @@ static bool release_warps(ptx_cta *cta) {
         vote(lanes, mask, in);
       if (bad)
         return false;
+      /* bar.warp.sync orders the lanes' memory accesses: a barrier
+       * interval of their own for the race check (which then misses a
+       * race of theirs with another warp's access in the old interval) */
+      if (in->op == PTX_OP_BARWARP)
+        generation++;
       for (unsigned j = 0; j < 32; j++)
-        if (mask >> j & 1)
+        if (mask >> j & 1) {
           lanes[j]->state = PTX_READY;
+          if (in->op == PTX_OP_BARWARP)
+            lanes[j]->epoch = generation;
+        }
       progress = true;
     }
   }

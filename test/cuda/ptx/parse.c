@@ -68,12 +68,13 @@ static int new_slots(parser *ps, int n) {
 int ptxp_const_slot(parser *ps, uint64_t value) {
   ptx_function *fn = ps->fn;
   for (int i = 0; i < fn->nconsts; i++)
-    if (fn->consts[i].value == value && !fn->consts[i].local)
+    if (fn->consts[i].value == value && !fn->consts[i].local &&
+        !fn->consts[i].dynamic_shared)
       return fn->consts[i].slot;
   ptx_const *c = PTXP_PUSH(ps, fn->consts, fn->nconsts, fn->consts_cap);
   if (!c)
     return 0;
-  *c = (ptx_const){new_slots(ps, 1), false, value};
+  *c = (ptx_const){new_slots(ps, 1), false, value, false};
   return c->slot;
 }
 
@@ -165,6 +166,23 @@ static int find_fn(ptx_module *m, const char *s, int len) {
   return -1;
 }
 
+/* The slot of a variable's address. The extern .shared array's is placed
+ * after every static .shared variable, which later functions may still
+ * declare: its slots are filled at the end of the module. */
+int ptxp_var_slot(parser *ps, const ptx_var *v) {
+  if (v->space != PTX_SHARED || v->size != 0)
+    return ptxp_const_slot(ps, v->address);
+  ptx_function *fn = ps->fn;
+  for (int i = 0; i < fn->nconsts; i++)
+    if (fn->consts[i].dynamic_shared)
+      return fn->consts[i].slot;
+  ptx_const *c = PTXP_PUSH(ps, fn->consts, fn->nconsts, fn->consts_cap);
+  if (!c)
+    return 0;
+  *c = (ptx_const){.slot = new_slots(ps, 1), .dynamic_shared = true};
+  return c->slot;
+}
+
 static int sreg_slot(parser *ps, int sr) {
   if (ps->fn->sreg_slot[sr] < 0)
     ps->fn->sreg_slot[sr] = new_slots(ps, 1);
@@ -183,7 +201,7 @@ int ptxp_value_slot(parser *ps, const char *s, int len) {
       return sreg_slot(ps, i);
   ptx_var *v = ptxp_find_var(ps->m, s, len);
   if (v)
-    return ptxp_const_slot(ps, v->address);
+    return ptxp_var_slot(ps, v);
   for (int i = 0; i < ps->fn->nparams; i++)
     if ((int)strlen(ps->fn->params[i].name) == len &&
         memcmp(ps->fn->params[i].name, s, (size_t)len) == 0)
@@ -425,9 +443,14 @@ static void module_var(parser *ps, const decl *d) {
 /* The extern .shared array's address: after the static ones. */
 static void place_dynamic_shared(ptx_module *m) {
   uint32_t a = m->dynamic_align ? m->dynamic_align : 16;
+  uint32_t at = align_up(m->static_shared, a);
   for (int i = 0; i < m->nvars; i++)
     if (m->vars[i].space == PTX_SHARED && m->vars[i].size == 0)
-      m->vars[i].address = align_up(m->static_shared, a);
+      m->vars[i].address = at;
+  for (int i = 0; i < m->nfns; i++)
+    for (int j = 0; j < m->fns[i]->nconsts; j++)
+      if (m->fns[i]->consts[j].dynamic_shared)
+        m->fns[i]->consts[j].value = at;
 }
 
 
@@ -481,7 +504,7 @@ static void parse_body_var(parser *ps) {
     fn->local_size = align_up(fn->local_size, d.align);
     ptx_const *c = PTXP_PUSH(ps, fn->consts, fn->nconsts, fn->consts_cap);
     if (c) {
-      *c = (ptx_const){new_slots(ps, 1), true, fn->local_size};
+      *c = (ptx_const){new_slots(ps, 1), true, fn->local_size, false};
       add_name(ps, d.name, d.name_len, 0, c->slot, d.type);
     }
     fn->local_size += (uint32_t)(d.count * (ptx_type_bits[d.type] / 8));
@@ -501,8 +524,7 @@ static void parse_body_var(parser *ps) {
     module_var(ps, &g);
     if (!ptxp_failed(ps))
       add_name(ps, d.name, d.name_len, 0,
-               ptxp_const_slot(ps, ps->m->vars[ps->m->nvars - 1].address),
-               d.type);
+               ptxp_var_slot(ps, &ps->m->vars[ps->m->nvars - 1]), d.type);
   } else {
     PTXP_ERROR(ps, "unsupported declaration in a function body");
   }

@@ -89,6 +89,7 @@ uint64_t ptxp_literal_bits(const token *t, int type);
 name *ptxp_find_name(parser *ps, const char *s, int len, int *index);
 ptx_var *ptxp_find_var(ptx_module *m, const char *s, int len);
 int ptxp_value_slot(parser *ps, const char *s, int len);
+int ptxp_var_slot(parser *ps, const ptx_var *v);
 void ptxp_instruction(parser *ps);
 
 #endif

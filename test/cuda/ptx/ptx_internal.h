@@ -137,6 +137,7 @@ typedef struct ptx_const {
   int32_t slot;
   bool local; /* a .local variable's offset: the frame's base is added */
   uint64_t value;
+  bool dynamic_shared; /* the extern .shared array's offset, placed last */
 } ptx_const;
 
 /* A .param of a function (formal, return value or call-site variable):
@@ -203,6 +204,11 @@ uint16_t ptx_bf16_from_double(double x, int round);
 float ptx_f32_from_double(double x, int round);
 double ptx_f16_to_double(uint16_t h);
 double ptx_bf16_to_double(uint16_t h);
+/* A 64-bit integer as a double rounded once by `round`; and as a double
+ * rounded to odd (exact below 2^53), which rounds once more to f32, f16
+ * or bf16 as the integer itself would. */
+double ptx_f64_from_int(uint64_t v, bool is_signed, int round);
+double ptx_int_to_odd_double(uint64_t v, bool is_signed);
 /* A double rounded to an integral value by mode (rni: ties to even). */
 double ptx_round_integral(double x, int round);
 float ptx_flush_f32(float x); /* .ftz: subnormals to signed zero */
