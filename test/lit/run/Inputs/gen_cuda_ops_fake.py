@@ -422,7 +422,7 @@ TAIL = {
 
 // The optimizer updates (AdamW, SGD), alone and fused, three steps, of a
 // step whose gradients are exact on both devices: the params and states
-// within 4 ulp (Numerics.md), compared as --save writes them.
+// within 4 ulp (docs/Numerics.md), compared as --save writes them.
 // RUN: %raf-opt -p 'autodiff,optimizer{kind=adamw lr=0.1},inline' %S/Inputs/cuda-ops-fake-train.raf -o %t/adamw.raf
 // RUN: %raf-opt -p 'autodiff,optimizer{kind=adamw lr=0.1},inline,fuse' %S/Inputs/cuda-ops-fake-train.raf -o %t/adamw-fused.raf
 // RUN: %raf-opt -p 'autodiff,optimizer{kind=sgd lr=0.1},inline' %S/Inputs/cuda-ops-fake-train.raf -o %t/sgd.raf
