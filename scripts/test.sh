@@ -3,8 +3,9 @@
 #  1. the unit and lit tests (CTest) on the release build;
 #  2. the same again on an AddressSanitizer + UBSan build;
 #  3. the parser fuzzer (libFuzzer, clang-19), seeded with the lit tests,
-#     and raf-import's, seeded with the ONNX node tests' models, for half of
-#     FUZZ_SECONDS (default 60) each.
+#     the PTX interpreter's loader's, seeded with PTX, and raf-import's,
+#     seeded with the ONNX node tests' models, for a third of FUZZ_SECONDS
+#     (default 60) each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 passed=0
@@ -37,12 +38,28 @@ fuzz() {
     csplit -s -z -f "$corpus/$(basename "$f" .raf)." "$f" '/^\/\/ -----/' '{*}' 2>/dev/null ||
       cp "$f" "$corpus/"
   done
-  # FUZZ_SECONDS is shared: half for the parser, half for raf-import.
-  local seconds=$(( (${FUZZ_SECONDS:-60} + 1) / 2 ))
+  # FUZZ_SECONDS is shared in thirds (the raf parser, the PTX loader,
+  # raf-import), so the step takes FUZZ_SECONDS whatever fuzzers it has;
+  # a fixed share for one would make the budget a lower bound instead.
+  local seconds=$(( (${FUZZ_SECONDS:-60} + 2) / 3 ))
   build-fuzz/fuzz-parse -max_total_time="$seconds" -max_len=4096 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
     grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)' 
   local rc=${PIPESTATUS[0]}
+  rm -rf "$corpus"
+  [ "$rc" = 0 ] || return "$rc"
+  # The PTX interpreter's loader (test/cuda/ptx), seeded with nvcc's PTX
+  # (testdata), the unit tests' kernels (ptx-seeds) and, when the build
+  # had nvcc, the runtime's kernels.
+  corpus=$(mktemp -d)
+  cp test/cuda/ptx/testdata/*.ptx test/fuzz/ptx-seeds/*.ptx "$corpus/"
+  for f in build-fuzz/cuda-ptx/kernels.ptx build-fuzz/cuda-ptx/attention.ptx; do
+    [ -f "$f" ] && cp "$f" "$corpus/"
+  done
+  build-fuzz/fuzz-ptx -max_total_time="$seconds" -max_len=16384 \
+    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "$corpus" 2>&1 |
+    grep -E '^(#[0-9]+ +DONE|Done |stat::|==[0-9]+==|SUMMARY|artifact)'
+  rc=${PIPESTATUS[0]}
   rm -rf "$corpus"
   [ "$rc" = 0 ] || return "$rc"
   # raf-import (built only with protobuf-c), seeded with the ONNX node
@@ -63,6 +80,6 @@ fuzz() {
 
 step "release build: unit and lit tests" release
 step "AddressSanitizer/UBSan build: unit and lit tests" sanitized
-step "fuzzers: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes, and raf-import" fuzz
+step "fuzzers: ${FUZZ_SECONDS:-60} s over parse, verify, print and passes, the PTX loader, and raf-import" fuzz
 echo "test.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

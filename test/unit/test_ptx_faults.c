@@ -190,6 +190,10 @@ static void test_load(void) {
       {"an unresolved symbol", "ld.global.u32 %r1, [missing];", 8},
       {"an undeclared register", "add.u32 %r1, %q2, 1;", 8},
       {"a call to an undefined function", "call.uni nobody, ();", 8},
+      /* what fuzz_ptx found: an int overflow, a too large .local */
+      {"a register range of 2^31", ".reg .b32 %q<2000000000>;", 8},
+      {"a register index past 2^31", "add.u32 %r1, %r4000000000, 1;", 8},
+      {"a .local of 1 GB", ".local .b8 big[1073741824];", 8},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     snprintf(src, sizeof src, HDR ".visible .entry k()\n{\n"
@@ -199,6 +203,20 @@ static void test_load(void) {
   }
   check_load("no .version", ".target sm_80\n.address_size 64\n", 12080, 9, 0,
              PTX_INVALID_PTX, 1);
+  /* the array's bytes overflowed: 256 bytes allocated, 2^64 - 1 mapped */
+  check_load("a .global of 2^64 - 1 bytes",
+             HDR ".global .b8 x[18446744073709551615] = {1, 2};\n", 12080,
+             9, 0, PTX_INVALID_PTX, 4);
+  check_load("a .global array overflowing 64 bits",
+             HDR ".global .u32 x[65536][65536][65536][65536];\n", 12080, 9,
+             0, PTX_INVALID_PTX, 4);
+  /* return values parsed, then no name: they leaked */
+  check_load("a .func without a name",
+             HDR ".func (.param .b32 rv) (.param .b32 x)\n{\n  ret;\n}\n",
+             12080, 9, 0, PTX_INVALID_PTX, 4);
+  /* a float for an integer: saturated, not undefined behaviour */
+  check_load("a float initialising a .u64", HDR ".global .u64 q = 3e30;\n",
+             12080, 9, 0, PTX_OK, 0);
 }
 
 /* ---- grid geometry ---- */

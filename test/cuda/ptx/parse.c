@@ -59,8 +59,22 @@ static const char *const sreg_names[PTX_SR_COUNT] = {
 
 /* ---- slots ---- */
 
+/* A function's slots are allocated for each thread that runs it: a bound
+ * far above what compilers emit keeps a range like %r<2000000000> from
+ * overflowing the count. */
+#define PTX_MAX_SLOTS (1 << 20)
+/* The largest variable; and the most .local bytes of a function (the
+ * GPU's 512 KB a thread), which keep a thread's local memory, 32 calls
+ * deep, far from 32-bit offsets' overflow. */
+#define PTX_MAX_VAR_BYTES (1 << 28)
+#define PTX_MAX_LOCAL_BYTES (512 << 10)
+
 static int new_slots(parser *ps, int n) {
   int s = ps->fn->nregs;
+  if (n < 0 || n > PTX_MAX_SLOTS - s) {
+    PTXP_ERROR(ps, "too many registers (or a register range of %d)", n);
+    return 0;
+  }
   ps->fn->nregs += n;
   return s;
 }
@@ -113,7 +127,12 @@ uint64_t ptxp_literal_bits(const token *t, int type) {
     memcpy(&u, &d, 8);
     return u;
   }
-  default: return (uint64_t)(int64_t)d;
+  default: /* a float for an integer: truncated, saturated (no UB) */
+    if (!(d > -0x1p63))
+      return isnan(d) ? 0 : (uint64_t)INT64_MIN;
+    if (d >= 0x1p64)
+      return UINT64_MAX;
+    return d >= 0x1p63 ? (uint64_t)d : (uint64_t)(int64_t)d;
   }
 }
 
@@ -131,8 +150,8 @@ name *ptxp_find_name(parser *ps, const char *s, int len, int *index) {
       int k = 0, j = n->len;
       if (s[j] == '0' && len > j + 1)
         continue;
-      for (; j < len && isdigit((unsigned char)s[j]); j++)
-        k = k * 10 + (s[j] - '0');
+      for (; j < len && isdigit((unsigned char)s[j]) && k < n->count; j++)
+        k = k * 10 + (s[j] - '0'); /* k < count <= PTX_MAX_SLOTS: no overflow */
       if (j == len && k < n->count) {
         *index = k;
         return n;
@@ -281,9 +300,15 @@ static void parse_decl(parser *ps, decl *d) {
       d->count = 0;
       continue;
     }
-    d->count *= ptxp_expect_int(ps);
+    uint64_t n = ptxp_expect_int(ps);
+    d->count = n && d->count > UINT64_MAX / n ? UINT64_MAX : d->count * n;
     ptxp_expect(ps, ']');
   }
+  /* sizes are 32-bit offsets in the param, local and shared areas */
+  uint64_t elem = ptx_type_bits[d->type] >= 8 ? ptx_type_bits[d->type] / 8 : 1;
+  if (d->count > PTX_MAX_VAR_BYTES / elem)
+    PTXP_ERROR(ps, "'%.*s' is larger than %d bytes", d->name_len, d->name,
+               PTX_MAX_VAR_BYTES);
   if (!d->align)
     d->align = ptx_type_bits[d->type] >= 8 ? ptx_type_bits[d->type] / 8 : 1;
 }
@@ -311,6 +336,11 @@ static uint32_t place_param(parser *ps, const decl *d, uint32_t *size) {
                                      ? 1
                                      : ptx_type_bits[d->type] / 8));
   uint32_t at = align_up(ps->fn->param_size, d->align);
+  if (at < ps->fn->param_size || *size > PTX_MAX_VAR_BYTES - at) {
+    ptxp_error_at(ps, d->line, PTX_INVALID_PTX, "parameters of more than "
+                  "%d bytes", PTX_MAX_VAR_BYTES);
+    return 0;
+  }
   ps->fn->param_size = at + *size;
   return at;
 }
@@ -508,6 +538,8 @@ static void parse_body_var(parser *ps) {
       add_name(ps, d.name, d.name_len, 0, c->slot, d.type);
     }
     fn->local_size += (uint32_t)(d.count * (ptx_type_bits[d.type] / 8));
+    if (fn->local_size > PTX_MAX_LOCAL_BYTES)
+      PTXP_ERROR(ps, "more than %d bytes of .local", PTX_MAX_LOCAL_BYTES);
   } else if (d.space == PTX_PARAM) {
     /* call-site params live in the frame's param area after the formals */
     uint32_t size;
@@ -626,7 +658,7 @@ static void parse_function(parser *ps, bool entry) {
     parse_param_list(ps, &fn->rets, &fn->nrets);
   if (ps->tok.kind != T_IDENT) {
     PTXP_ERROR(ps, "syntax error: expected a function name");
-    free(fn);
+    function_free(fn); /* and the return values parsed before */
     ps->fn = NULL;
     return;
   }
