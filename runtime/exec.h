@@ -99,6 +99,9 @@ size_t raf_exec_peak_bytes(const raf_exec *ex);
 
 /* The executor's device (owned by the executor). */
 raf_device *raf_exec_device(const raf_exec *ex);
+/* Whether it runs with options.check_numerics (a dialect compiling fused
+ * functions as kernels also readies their statements, for the replay). */
+bool raf_exec_checks_numerics(const raf_exec *ex);
 /* n bytes of host memory src into t's bytes from `offset`. */
 raf_status raf_exec_write(raf_exec *ex, raf_tensor *t, size_t offset,
                           const void *src, size_t n);

@@ -120,6 +120,10 @@ raf_tensor *exec_view_of(raf_exec *ex, raf_type *t, void *data) {
 
 raf_device *raf_exec_device(const raf_exec *ex) { return ex->device; }
 
+bool raf_exec_checks_numerics(const raf_exec *ex) {
+  return ex->opts.check_numerics;
+}
+
 /* Checks that memory of kind k is the host's or the executor's device's. */
 static raf_status reachable(raf_exec *ex, raf_device_kind k) {
   raf_device_kind mine = raf_device_kind_of(ex->device);

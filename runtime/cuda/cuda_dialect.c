@@ -327,14 +327,16 @@ static raf_status prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
     return RAF_ERROR;
   }
   /* The calls first: a fused function's statements get kernels of their
-   * own only when some call of it runs them one by one. */
+   * own only when some call of it runs them one by one, or when
+   * --check-numerics may replay a call of it statement by statement. */
   for (raf_func *g = m->first; g; g = g->next)
     for (raf_stmt *s = g->first; s; s = s->next)
       if (raf_stmt_bound_to(s, RAF_DIALECT_CUDA) && s->op == RAF_OP_CALL &&
           prepare_stmt(st, ctx, s) != RAF_OK)
         return RAF_ERROR;
   for (raf_func *g = m->first; g; g = g->next) {
-    if (raf_attrs_find(&g->attrs, "fused") && !runs_alone(st, m, g))
+    if (raf_attrs_find(&g->attrs, "fused") && !runs_alone(st, m, g) &&
+        !raf_exec_checks_numerics(ex))
       continue;
     for (raf_stmt *s = g->first; s; s = s->next)
       if (raf_stmt_bound_to(s, RAF_DIALECT_CUDA) && s->op != RAF_OP_CALL &&
