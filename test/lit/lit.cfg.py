@@ -32,6 +32,11 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "RAF_CUDA_SYNC", "RAF_LIBDEVICE"):
         config.environment[var] = os.environ[var]
 
 config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
+# lit itself and the build, for a test that runs other tests under another
+# environment (run/gpu-tests-fake.test: the GPU tests on the fake driver).
+import sys
+config.substitutions.append(("%lit", os.path.abspath(sys.argv[0])))
+config.substitutions.append(("%raf-bin", raf_bin))
 # Debian's NumPy is seen by the system Python only.
 config.substitutions.append(("%python", python))
 config.substitutions.append(("%FileCheck", os.path.join(llvm_bin, "FileCheck")))
