@@ -217,45 +217,79 @@ static LLVMValueRef class_index(cg_emitter *e) {
   return p->ncdims > p->ncouter ? e->idx[p->ncdims - 1] : i64c(e, 0);
 }
 
+/* The row's type: what a row op's sums accumulate in and its finishing
+ * math (a mean, 1 / sqrt(var + eps), the log of a sum, a loss, the
+ * gradients' per-element formulas) runs in, per target. On the host
+ * double, cpu-ref's, for every float dtype. On NVPTX float for f32, f16
+ * and bf16 (double only for f64 inputs): per-lane partial sums, the
+ * shfl.sync butterflies and the warps' values through shared memory are
+ * all float, as f64 runs at 1/32 to 1/64 of float's rate on most GPUs
+ * (docs/Codegen.md#numerics-on-the-gpu, docs/Numerics.md). */
+static LLVMTypeRef acc_type(cg_emitter *e, raf_dtype in) {
+  return e->target == CG_NVPTX && in != RAF_F64 ? e->f32 : e->f64;
+}
+
+static raf_dtype acc_dtype(cg_emitter *e, LLVMTypeRef t) {
+  return t == e->f64 ? RAF_F64 : RAF_F32;
+}
+
+/* A float or double value as type t (float or double). */
+static LLVMValueRef acc_cast(cg_emitter *e, LLVMValueRef v, LLVMTypeRef t) {
+  if (LLVMTypeOf(v) == t)
+    return v;
+  return t == e->f64 ? LLVMBuildFPExt(e->B, v, t, "")
+                     : LLVMBuildFPTrunc(e->B, v, t, "");
+}
+
 /* A full result of a row op at the current point. */
 static LLVMValueRef row_full(cg_emitter *e, const raf_stmt *s, cg_map m) {
   int k = rowop_index(e, s);
   const cg_aux *a = &e->aux[k];
   raf_dtype dt = s->results[0]->type->dtype, w = cg_work_dtype(dt);
   LLVMBuilderRef B = e->B;
+  LLVMTypeRef wt = w == RAF_F64 ? e->f64 : e->f32;
   if (s->op == RAF_OP_CROSS_ENTROPY_GRAD) {
-    /* (exp(x - top) / total - (c == label)) * g, 0 for an ignored row */
-    LLVMValueRef x = cg_to_f64(e, operand(e, s, 1, m));
+    /* (exp(x - top) / total - (c == label)) * g, 0 for an ignored row, in
+     * the row's type */
+    LLVMTypeRef t = LLVMTypeOf(a->top);
+    LLVMValueRef x = acc_cast(e, operand(e, s, 1, m), t);
     LLVMValueRef p = LLVMBuildFDiv(
-        B, cg_math(e, "exp", RAF_F64, LLVMBuildFSub(B, x, a->top, ""), NULL),
+        B,
+        cg_math(e, "exp", acc_dtype(e, t), LLVMBuildFSub(B, x, a->top, ""),
+                NULL),
         a->total, "");
     LLVMValueRef hit =
         LLVMBuildICmp(B, LLVMIntEQ, class_index(e), a->label, "");
     p = LLVMBuildFSub(B, p,
-                      LLVMBuildSelect(B, hit, LLVMConstReal(e->f64, 1),
-                                      LLVMConstReal(e->f64, 0), ""),
+                      LLVMBuildSelect(B, hit, LLVMConstReal(t, 1),
+                                      LLVMConstReal(t, 0), ""),
                       "");
-    LLVMValueRef r = LLVMBuildSelect(B, a->ignored, LLVMConstReal(e->f64, 0),
+    LLVMValueRef r = LLVMBuildSelect(B, a->ignored, LLVMConstReal(t, 0),
                                      LLVMBuildFMul(B, p, a->scale, ""), "");
-    return cg_from_f64(e, r, w);
+    return acc_cast(e, r, wt);
   }
   LLVMValueRef x = operand(e, s, 0, m);
   switch (s->op) {
-  case RAF_OP_SOFTMAX_GRAD: { /* y * (dy - sum(dy * y)), in double */
-    LLVMValueRef dy = cg_to_f64(e, x), y = cg_to_f64(e, operand(e, s, 1, m));
-    return cg_from_f64(
-        e, LLVMBuildFMul(B, y, LLVMBuildFSub(B, dy, a->total, ""), ""), w);
+  case RAF_OP_SOFTMAX_GRAD: { /* y * (dy - sum(dy * y)), in the row's type */
+    LLVMTypeRef t = LLVMTypeOf(a->total);
+    LLVMValueRef dy = acc_cast(e, x, t),
+                 y = acc_cast(e, operand(e, s, 1, m), t);
+    return acc_cast(
+        e, LLVMBuildFMul(B, y, LLVMBuildFSub(B, dy, a->total, ""), ""), wt);
   }
-  case RAF_OP_LOG_SOFTMAX_GRAD: { /* dy - exp(y) * sum(dy), in double */
-    LLVMValueRef dy = cg_to_f64(e, x), y = cg_to_f64(e, operand(e, s, 1, m));
-    LLVMValueRef ey = cg_math(e, "exp", RAF_F64, y, NULL);
-    return cg_from_f64(
-        e, LLVMBuildFSub(B, dy, LLVMBuildFMul(B, ey, a->total, ""), ""), w);
+  case RAF_OP_LOG_SOFTMAX_GRAD: { /* dy - exp(y) * sum(dy), the row's type */
+    LLVMTypeRef t = LLVMTypeOf(a->total);
+    LLVMValueRef dy = acc_cast(e, x, t),
+                 y = acc_cast(e, operand(e, s, 1, m), t);
+    LLVMValueRef ey = cg_math(e, "exp", acc_dtype(e, t), y, NULL);
+    return acc_cast(
+        e, LLVMBuildFSub(B, dy, LLVMBuildFMul(B, ey, a->total, ""), ""), wt);
   }
-  case RAF_OP_SOFTMAX: { /* (T)((double)exp(x - top) / total) */
+  case RAF_OP_SOFTMAX: { /* (T)((R)exp(x - top) / total), R the row's type */
     LLVMValueRef d = LLVMBuildFSub(B, x, a->top, "");
-    LLVMValueRef ex = cg_to_f64(e, cg_math(e, "exp", w, d, NULL));
-    return cg_from_f64(e, LLVMBuildFDiv(B, ex, a->total, ""), w);
+    LLVMValueRef ex =
+        acc_cast(e, cg_math(e, "exp", w, d, NULL), LLVMTypeOf(a->total));
+    return acc_cast(e, LLVMBuildFDiv(B, ex, a->total, ""), wt);
   }
   case RAF_OP_LOG_SOFTMAX: /* (x - top) - lse */
     return LLVMBuildFSub(B, LLVMBuildFSub(B, x, a->top, ""), a->lse, "");
@@ -370,31 +404,10 @@ static LLVMValueRef acc_load(cg_emitter *e, LLVMValueRef a, LLVMTypeRef t) {
   return LLVMBuildLoad2(e->B, t, a, "");
 }
 
-/* The type row sums accumulate in: double on the host (cpu-ref's); on the
- * GPU float, unless the input is f64 (docs/Codegen.md#numerics-on-the-gpu).
- * After the lanes' parts combine, a sum is widened to double, so that the
- * row's finishing math is the same on both targets. */
-static LLVMTypeRef acc_type(cg_emitter *e, raf_dtype in) {
-  return e->target == CG_NVPTX && in != RAF_F64 ? e->f32 : e->f64;
-}
-
-static raf_dtype acc_dtype(cg_emitter *e, LLVMTypeRef t) {
-  return t == e->f64 ? RAF_F64 : RAF_F32;
-}
-
-/* A float or double value as accumulator type t. */
-static LLVMValueRef acc_cast(cg_emitter *e, LLVMValueRef v, LLVMTypeRef t) {
-  if (LLVMTypeOf(v) == t)
-    return v;
-  return t == e->f64 ? LLVMBuildFPExt(e->B, v, t, "")
-                     : LLVMBuildFPTrunc(e->B, v, t, "");
-}
-
 /* The row's sum in accumulator a (of type t), the lanes' parts combined,
- * in double. */
+ * still of type t. */
 static LLVMValueRef acc_sum(cg_emitter *e, LLVMValueRef a, LLVMTypeRef t) {
-  return cg_to_f64(
-      e, cg_lanes_combine(e, CG_ADD, acc_dtype(e, t), acc_load(e, a, t)));
+  return cg_lanes_combine(e, CG_ADD, acc_dtype(e, t), acc_load(e, a, t));
 }
 
 /* The row's NaN-propagating maximum of x (in its work type). */
@@ -410,7 +423,7 @@ static LLVMValueRef row_max(cg_emitter *e, const raf_value *x) {
   return cg_lanes_combine(e, CG_MAX, dt, acc_load(e, a, t));
 }
 
-/* The row's sum in double of exp(x - top). */
+/* The row's sum of exp(x - top), in the row's type. */
 static LLVMValueRef row_sum_exp(cg_emitter *e, const raf_value *x,
                                 LLVMValueRef top) {
   raf_dtype w = cg_work_dtype(x->type->dtype);
@@ -446,7 +459,8 @@ LLVMValueRef cg_reduce_init(cg_emitter *e, const raf_stmt *s,
   return LLVMConstInt(t, min ? top - 1 : top, false);
 }
 
-/* The accumulator after element v. Float sums add in double, reassociated
+/* The accumulator after element v. Float sums add in the row's type
+ * (acc_type), reassociated
  * (so that a row's loop vectorizes) unless e->strict_sums (a column tile's
  * rows, each in its own lane, add in ascending order). */
 LLVMValueRef cg_reduce_step(cg_emitter *e, const raf_stmt *s,
@@ -471,9 +485,10 @@ LLVMValueRef cg_reduce_finish(cg_emitter *e, const raf_stmt *s,
   bool fl = raf_dtype_is_float(dt);
   bool sum = s->op == RAF_OP_SUM || s->op == RAF_OP_MEAN;
   if (s->op == RAF_OP_MEAN) /* NaN for no elements, as 0 / 0 */
-    r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
+    r = LLVMBuildFDiv(e->B, r,
+                      LLVMConstReal(LLVMTypeOf(r), (double)e->p->cols), "");
   if (fl && sum)
-    r = cg_from_f64(e, r, cg_work_dtype(rt));
+    r = acc_cast(e, r, cg_compute_type(e, rt));
   return cg_round(e, rt, r);
 }
 
@@ -501,8 +516,8 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   const raf_value *x = s->operands[0].value;
   raf_dtype w = cg_work_dtype(x->type->dtype);
   cg_map id = cg_map_identity(e->p, x->type);
-  LLVMValueRef n = LLVMConstReal(e->f64, (double)e->p->cols);
   LLVMTypeRef t = acc_type(e, x->type->dtype);
+  LLVMValueRef n = LLVMConstReal(t, (double)e->p->cols);
   LLVMValueRef acc = alloca_init(e, LLVMConstReal(t, 0));
   cg_nest N;
   cg_nest_open(e, &N);
@@ -510,7 +525,7 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, t), v), acc);
   cg_nest_close(e, &N);
   LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_sum(e, acc, t), n, "");
-  LLVMValueRef mean_t = acc_cast(e, mean, t);
+  LLVMValueRef mean_t = mean;
   LLVMValueRef sq = alloca_init(e, LLVMConstReal(t, 0));
   cg_nest_open(e, &N);
   LLVMValueRef d =
@@ -520,19 +535,19 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
                                  LLVMBuildFMul(e->B, d, d, "")),
                  sq);
   cg_nest_close(e, &N);
-  /* rstd = 1 / sqrt(sq / n + eps), in double */
+  /* rstd = 1 / sqrt(sq / n + eps), in the row's type */
   LLVMValueRef var = LLVMBuildFAdd(
       e->B, LLVMBuildFDiv(e->B, acc_sum(e, sq, t), n, ""),
-      LLVMConstReal(e->f64, raf_stmt_attr_float(s, "eps")), "");
+      LLVMConstReal(t, raf_stmt_attr_float(s, "eps")), "");
   LLVMValueRef rstd = LLVMBuildFDiv(
-      e->B, LLVMConstReal(e->f64, 1),
-      cg_intrinsic(e, "llvm.sqrt", e->f64, &var, 1), "");
-  a->mean = cg_from_f64(e, mean, w);
-  a->rstd = cg_from_f64(e, rstd, w);
+      e->B, LLVMConstReal(t, 1), cg_intrinsic(e, "llvm.sqrt", t, &var, 1), "");
+  LLVMTypeRef wt = w == RAF_F64 ? e->f64 : e->f32;
+  a->mean = acc_cast(e, mean, wt);
+  a->rstd = acc_cast(e, rstd, wt);
 }
 
-/* cross_entropy: log(sum exp(x - top)) - (x[label] - top) in double, 0
- * where the label is ignore_index (*ignored says so). */
+/* cross_entropy: log(sum exp(x - top)) - (x[label] - top) in the row's
+ * type, 0 where the label is ignore_index (*ignored says so). */
 static LLVMValueRef row_cross_entropy(cg_emitter *e, const raf_stmt *s,
                                       LLVMValueRef *ignored_out) {
   const cg_plan *p = e->p;
@@ -556,19 +571,20 @@ static LLVMValueRef row_cross_entropy(cg_emitter *e, const raf_stmt *s,
   bool has_inner = p->ncdims > p->ncouter;
   if (has_inner)
     e->idx[p->ncdims - 1] = at;
-  LLVMValueRef xl = cg_to_f64(e, cg_eval(e, x, cg_map_identity(p, x->type)));
+  LLVMTypeRef t = LLVMTypeOf(total);
+  LLVMValueRef xl =
+      acc_cast(e, cg_eval(e, x, cg_map_identity(p, x->type)), t);
   if (has_inner)
     e->idx[p->ncdims - 1] = NULL;
   e->nmemo = mark;
-  LLVMValueRef lse =
-      cg_math(e, "log", RAF_F64, total, NULL);
+  LLVMValueRef lse = cg_math(e, "log", acc_dtype(e, t), total, NULL);
   LLVMValueRef loss = LLVMBuildFSub(
-      e->B, lse, LLVMBuildFSub(e->B, xl, cg_to_f64(e, top), ""), "");
+      e->B, lse, LLVMBuildFSub(e->B, xl, acc_cast(e, top, t), ""), "");
   *ignored_out = ignored;
-  return LLVMBuildSelect(e->B, ignored, LLVMConstReal(e->f64, 0), loss, "");
+  return LLVMBuildSelect(e->B, ignored, LLVMConstReal(t, 0), loss, "");
 }
 
-/* mse_loss (mean, sum): the sum in double of (a - b)^2 over the row. */
+/* mse_loss (mean, sum): the sum in the row's type of (a - b)^2. */
 static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
   const raf_value *x = s->operands[0].value, *y = s->operands[1].value;
   raf_dtype rt = s->results[0]->type->dtype;
@@ -587,14 +603,20 @@ static LLVMValueRef row_mse(cg_emitter *e, const raf_stmt *s) {
   cg_nest_close(e, &N);
   LLVMValueRef r = acc_sum(e, a, t);
   if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0)
-    r = LLVMBuildFDiv(e->B, r, LLVMConstReal(e->f64, (double)e->p->cols), "");
-  return cg_round(e, rt, cg_from_f64(e, r, cg_work_dtype(rt)));
+    r = LLVMBuildFDiv(e->B, r, LLVMConstReal(t, (double)e->p->cols), "");
+  return cg_round(e, rt, acc_cast(e, r, cg_compute_type(e, rt)));
 }
 
 /* The buffers after the arguments and results: two scratch arrays of
- * doubles (rows long) per total. */
+ * doubles (rows long) per total. They hold the rows' losses and counts in
+ * the row's type: doubles on the host, floats on NVPTX (in the first half
+ * of each array) unless the input is f64. */
 static int scratch_base(const cg_emitter *e) {
   return e->p->f->nargs + e->p->f->nresults;
+}
+
+static raf_dtype scratch_dtype(cg_emitter *e, const raf_stmt *s) {
+  return acc_dtype(e, acc_type(e, s->operands[0].value->type->dtype));
 }
 
 static int total_index(const cg_emitter *e, const raf_stmt *s) {
@@ -604,7 +626,7 @@ static int total_index(const cg_emitter *e, const raf_stmt *s) {
   return t;
 }
 
-/* The row's sum in double of dy * y (softmax_grad) or of dy. */
+/* The row's sum in the row's type of dy * y (softmax_grad) or of dy. */
 static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
   const raf_value *dy = s->operands[0].value, *y = s->operands[1].value;
   cg_map id = cg_map_identity(e->p, dy->type);
@@ -622,26 +644,27 @@ static LLVMValueRef row_sum_grad(cg_emitter *e, const raf_stmt *s) {
   return acc_sum(e, a, t);
 }
 
-/* cross_entropy_grad's row: the max and the sum of exp(x - max), in double,
- * the label, and the factor dy (or dy / counted labels). */
+/* cross_entropy_grad's row: the max and the sum of exp(x - max), in the
+ * row's type, the label, and the factor dy (or dy / counted labels). */
 static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   const raf_value *dy = s->operands[0].value, *x = s->operands[1].value,
                   *lab = s->operands[2].value;
   cg_map id = cg_map_identity(e->p, x->type);
-  LLVMValueRef top = alloca_init(e, LLVMConstReal(e->f64, -1.0 / 0.0));
+  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  raf_dtype rd = acc_dtype(e, t);
+  LLVMValueRef top = alloca_init(e, LLVMConstReal(t, -1.0 / 0.0));
   cg_nest N;
   cg_nest_open(e, &N);
   LLVMBuildStore(e->B,
-                 cg_max(e, RAF_F64, acc_load(e, top, e->f64),
-                        cg_to_f64(e, cg_eval(e, x, id)), false),
+                 cg_max(e, rd, acc_load(e, top, t),
+                        acc_cast(e, cg_eval(e, x, id), t), false),
                  top);
   cg_nest_close(e, &N);
-  a->top = cg_lanes_combine(e, CG_MAX, RAF_F64, acc_load(e, top, e->f64));
-  LLVMTypeRef t = acc_type(e, x->type->dtype);
+  a->top = cg_lanes_combine(e, CG_MAX, rd, acc_load(e, top, t));
   LLVMValueRef total = alloca_init(e, LLVMConstReal(t, 0));
   cg_nest_open(e, &N);
-  LLVMValueRef d = LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t),
-                                 acc_cast(e, a->top, t), "");
+  LLVMValueRef d =
+      LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t), a->top, "");
   LLVMBuildStore(e->B,
                  cg_fadd_reassoc(e, acc_load(e, total, t),
                                  cg_math(e, "exp", acc_dtype(e, t), d, NULL)),
@@ -660,24 +683,26 @@ static void row_ce_grad(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
     memset(&dm, -1, sizeof dm);
   else
     cg_map_row(e->p, dy->type, &dm);
-  a->scale = cg_to_f64(e, cg_eval(e, dy, dm));
+  a->scale = acc_cast(e, cg_eval(e, dy, dm), t);
   if (strcmp(red, "mean") == 0)
-    a->scale = LLVMBuildFDiv(e->B, a->scale, a->count, "");
+    a->scale = LLVMBuildFDiv(e->B, a->scale, acc_cast(e, a->count, t), "");
 }
 
 /* The labels of a cross_entropy_grad "mean" that count: they divide dy.
- * Computed before the rows by every range (labels are a few ints). */
+ * Computed before the rows by every range (labels are a few ints), counted
+ * as an integer, returned in the row's type (exact below 2^24 in float). */
 static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
   const raf_value *lab = s->operands[2].value;
   int64_t ignore = raf_stmt_attr_int(s, "ignore_index");
+  LLVMTypeRef t = acc_type(e, s->operands[1].value->type->dtype);
   if (lab->def) { /* a constant */
     int64_t n = 0;
     for (int64_t i = 0; i < lab->type->numel; i++)
       n += raf_const_get_i64(lab->type->dtype, lab->def->cdata,
                              lab->def->cdata->splat ? 0 : i) != ignore;
-    return LLVMConstReal(e->f64, (double)n);
+    return LLVMConstReal(t, (double)n);
   }
-  LLVMValueRef n = alloca_init(e, LLVMConstReal(e->f64, 0));
+  LLVMValueRef n = alloca_init(e, i64c(e, 0));
   cg_loop L;
   LLVMValueRef i = cg_loop_open(e, &L, i64c(e, 0), i64c(e, lab->type->numel),
                              i64c(e, 1));
@@ -686,14 +711,11 @@ static LLVMValueRef count_labels(cg_emitter *e, const raf_stmt *s) {
       lab->type->dtype, RAF_I64);
   LLVMValueRef counts = LLVMBuildICmp(e->B, LLVMIntNE, v, i64c(e, ignore), "");
   LLVMBuildStore(e->B,
-                 LLVMBuildFAdd(e->B, acc_load(e, n, e->f64),
-                               LLVMBuildSelect(e->B, counts,
-                                               LLVMConstReal(e->f64, 1),
-                                               LLVMConstReal(e->f64, 0), ""),
-                               ""),
+                 LLVMBuildAdd(e->B, acc_load(e, n, e->i64),
+                              LLVMBuildZExt(e->B, counts, e->i64, ""), ""),
                  n);
   cg_loop_close(e, &L);
-  return acc_load(e, n, e->f64);
+  return LLVMBuildSIToFP(e->B, acc_load(e, n, e->i64), t, "");
 }
 
 /* if (cond) { ... }: open returns the block after (NULL when cond is NULL:
@@ -736,9 +758,11 @@ static void row_phase(cg_emitter *e, int k) {
     const raf_value *x = s->operands[0].value;
     a->top = row_max(e, x);
     a->total = row_sum_exp(e, x, a->top);
-    if (s->op == RAF_OP_LOG_SOFTMAX)
-      a->lse = cg_from_f64(e, cg_math(e, "log", RAF_F64, a->total, NULL),
-                           cg_work_dtype(x->type->dtype));
+    if (s->op == RAF_OP_LOG_SOFTMAX) {
+      LLVMTypeRef t = LLVMTypeOf(a->total);
+      a->lse = acc_cast(e, cg_math(e, "log", acc_dtype(e, t), a->total, NULL),
+                        cg_compute_type(e, x->type->dtype));
+    }
     return;
   }
   case RAF_OP_LAYER_NORM:
@@ -750,15 +774,17 @@ static void row_phase(cg_emitter *e, int k) {
     if (cg_is_total(s)) { /* the row's loss and count, for the final step */
       int t = total_index(e, s), mark;
       LLVMBasicBlockRef next = guard_open(e, e->owner, &mark);
-      cg_store(e, e->bufs[scratch_base(e) + 2 * t], e->row, RAF_F64, loss);
-      cg_store(e, e->bufs[scratch_base(e) + 2 * t + 1], e->row, RAF_F64,
-               LLVMBuildSelect(e->B, ignored, LLVMConstReal(e->f64, 0),
-                               LLVMConstReal(e->f64, 1), ""));
+      raf_dtype sd = scratch_dtype(e, s);
+      LLVMTypeRef st = LLVMTypeOf(loss);
+      cg_store(e, e->bufs[scratch_base(e) + 2 * t], e->row, sd, loss);
+      cg_store(e, e->bufs[scratch_base(e) + 2 * t + 1], e->row, sd,
+               LLVMBuildSelect(e->B, ignored, LLVMConstReal(st, 0),
+                               LLVMConstReal(st, 1), ""));
       guard_close(e, next, mark);
       return;
     }
     raf_dtype rt = res->type->dtype;
-    r = cg_round(e, rt, cg_from_f64(e, loss, cg_work_dtype(rt)));
+    r = cg_round(e, rt, acc_cast(e, loss, cg_compute_type(e, rt)));
     break;
   }
   case RAF_OP_MSE_LOSS:
@@ -902,8 +928,9 @@ void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
   cg_loop_close(e, &rows);
 }
 
-/* The final step: every total added up in row order, in double (no
- * reassociation: cpu-ref's order), then the results computed from them. */
+/* The final step: every total added up in the row's type (no
+ * reassociation; on the host in double in row order, cpu-ref's), then the
+ * results computed from them. */
 void cg_emit_final(cg_emitter *e) {
   const cg_plan *p = e->p;
   int t = 0;
@@ -911,36 +938,36 @@ void cg_emit_final(cg_emitter *e) {
     const raf_stmt *s = p->rowops[k];
     if (!cg_is_total(s))
       continue;
-    LLVMValueRef sum = alloca_init(e, LLVMConstReal(e->f64, 0));
-    LLVMValueRef cnt = alloca_init(e, LLVMConstReal(e->f64, 0));
+    raf_dtype sd = scratch_dtype(e, s);
+    LLVMTypeRef st = sd == RAF_F64 ? e->f64 : e->f32;
+    LLVMValueRef sum = alloca_init(e, LLVMConstReal(st, 0));
+    LLVMValueRef cnt = alloca_init(e, LLVMConstReal(st, 0));
     cg_loop L;
     bool lanes = e->lanes > 1; /* NVPTX: lane, lane + lanes, ... */
     LLVMValueRef r = cg_loop_open(e, &L, lanes ? e->lane : i64c(e, 0),
                                i64c(e, p->rows), i64c(e, lanes ? e->lanes : 1));
-    LLVMValueRef a = cg_load(e, e->bufs[scratch_base(e) + 2 * t], r, RAF_F64);
-    LLVMValueRef c =
-        cg_load(e, e->bufs[scratch_base(e) + 2 * t + 1], r, RAF_F64);
-    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, sum, e->f64), a, ""),
+    LLVMValueRef a = cg_load(e, e->bufs[scratch_base(e) + 2 * t], r, sd);
+    LLVMValueRef c = cg_load(e, e->bufs[scratch_base(e) + 2 * t + 1], r, sd);
+    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, sum, st), a, ""),
                    sum);
-    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, cnt, e->f64), c, ""),
+    LLVMBuildStore(e->B, LLVMBuildFAdd(e->B, acc_load(e, cnt, st), c, ""),
                    cnt);
     cg_loop_close(e, &L);
-    LLVMValueRef v =
-        cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, sum, e->f64));
+    LLVMValueRef v = cg_lanes_combine(e, CG_ADD, sd, acc_load(e, sum, st));
     if (strcmp(raf_stmt_attr_str(s, "reduction"), "mean") == 0) {
       /* NaN when every row is ignored */
-      LLVMValueRef n =
-          cg_lanes_combine(e, CG_ADD, RAF_F64, acc_load(e, cnt, e->f64));
-      LLVMValueRef none = LLVMBuildFCmp(e->B, LLVMRealOEQ, n,
-                                        LLVMConstReal(e->f64, 0), "");
-      v = LLVMBuildSelect(e->B, none, LLVMConstReal(e->f64, 0.0 / 0.0),
+      LLVMValueRef n = cg_lanes_combine(e, CG_ADD, sd, acc_load(e, cnt, st));
+      LLVMValueRef none =
+          LLVMBuildFCmp(e->B, LLVMRealOEQ, n, LLVMConstReal(st, 0), "");
+      v = LLVMBuildSelect(e->B, none, LLVMConstReal(st, 0.0 / 0.0),
                           LLVMBuildFDiv(e->B, v, n, ""), "");
     }
     raf_dtype rt = s->results[0]->type->dtype;
     cg_map m;
     memset(&m, -1, sizeof m);
-    cg_memo_put(e, s->results[0], m, cg_round(e, rt, cg_from_f64(e, v,
-                                                  cg_work_dtype(rt))));
+    cg_memo_put(e, s->results[0], m,
+                cg_round(e, rt,
+                         acc_cast(e, v, cg_compute_type(e, rt))));
     t++;
   }
   int own;

@@ -17,8 +17,9 @@
  * integers compute at their width (wrapping, as cpu-ref's int64 wrapped to
  * the width does); float accumulations of row ops run in double. The only
  * difference is the order of those double accumulations, which the loop
- * vectorizer may reassociate. On NVPTX the row sums of float inputs
- * accumulate in float instead, widened to double once the lanes combine.
+ * vectorizer may reassociate. On NVPTX the rows of f32, f16 and bf16 inputs
+ * accumulate and finish in float instead (lower.c's acc_type, the row's
+ * type per target; docs/Codegen.md#numerics-on-the-gpu).
  */
 #ifndef RAF_CODEGEN_LOWER_H
 #define RAF_CODEGEN_LOWER_H

@@ -100,71 +100,118 @@ extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_take_grad_f32(f
 
 /* ---- layer_norm_grad (f32) ------------------------------------------------ */
 
+/* v summed over the 32 lanes of a warp by shfl.sync butterflies: lanes a
+ * and b add a + b and b + a, the same bits, so every lane gets the same
+ * sum. */
+static __device__ __forceinline__ float raf_warp_sum_f32(float v) {
+  for (int m = 16; m >= 1; m /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
 /* layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta) over rows of n
- * elements, in double as cpu-ref (runtime/cpuref/grad.c), with the same
- * sums in the same order: one thread per row (threads stride over the
- * rows) computes the row's mean and rstd (kept in mean_rstd[2 * row]) and
- * its dx. */
+ * elements, cpu-ref's formulas (runtime/cpuref/grad.c) accumulated in
+ * float (docs/Numerics.md): a warp per row (warps stride over the rows;
+ * blockDim.x a multiple of 32), lane l adding elements l, l + 32, ... in
+ * float, the lanes combined by butterflies. Each row's mean and rstd are
+ * kept as floats in mean_rstd[2 * row], [2 * row + 1] (the runtime's
+ * scratch of 2 * rows doubles: its first half). */
 extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_layer_norm_grad_rows_f32(
-    float *dx, double *mean_rstd, const float *dy, const float *x,
+    float *dx, float *mean_rstd, const float *dy, const float *x,
     const float *gamma, int64_t rows, int64_t n, double eps) {
-  for (int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; r < rows;
-       r += (int64_t)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  const float nf = (float)n, feps = (float)eps;
+  for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+       r < rows; r += warps) {
     const float *xr = x + r * n, *dyr = dy + r * n;
-    double mean = 0, var = 0, mg = 0, mgx = 0;
-    for (int64_t e = 0; e < n; e++)
-      mean += (double)xr[e];
-    mean /= (double)n;
-    for (int64_t e = 0; e < n; e++)
-      var += ((double)xr[e] - mean) * ((double)xr[e] - mean);
-    var /= (double)n;
-    double rstd = 1 / sqrt(var + eps);
-    for (int64_t e = 0; e < n; e++) {
-      double g = (double)dyr[e] * (double)gamma[e];
+    float s = 0;
+    for (int64_t e = lane; e < n; e += 32)
+      s += xr[e];
+    const float mean = raf_warp_sum_f32(s) / nf;
+    float v = 0;
+    for (int64_t e = lane; e < n; e += 32)
+      v += (xr[e] - mean) * (xr[e] - mean);
+    const float rstd = 1.0f / sqrtf(raf_warp_sum_f32(v) / nf + feps);
+    float mg = 0, mgx = 0;
+    for (int64_t e = lane; e < n; e += 32) {
+      float g = dyr[e] * gamma[e];
       mg += g;
-      mgx += g * ((double)xr[e] - mean) * rstd;
+      mgx += g * (xr[e] - mean) * rstd;
     }
-    mg /= (double)n;
-    mgx /= (double)n;
-    for (int64_t e = 0; e < n; e++)
-      dx[r * n + e] = (float)(rstd * ((double)dyr[e] * (double)gamma[e] - mg -
-                                      ((double)xr[e] - mean) * rstd * mgx));
-    mean_rstd[2 * r] = mean;
-    mean_rstd[2 * r + 1] = rstd;
+    mg = raf_warp_sum_f32(mg) / nf;
+    mgx = raf_warp_sum_f32(mgx) / nf;
+    for (int64_t e = lane; e < n; e += 32)
+      dx[r * n + e] =
+          rstd * (dyr[e] * gamma[e] - mg - (xr[e] - mean) * rstd * mgx);
+    if (lane == 0) {
+      mean_rstd[2 * r] = mean;
+      mean_rstd[2 * r + 1] = rstd;
+    }
   }
 }
 
-/* Then dgamma and dbeta: one thread per column, adding over the rows in
- * ascending order in double (cpu-ref's order), rounded once. */
+/* Then dgamma and dbeta in float: column tiles of 32 adjacent columns (a
+ * warp reads 32 adjacent elements), blockDim.x / 32 lanes down each
+ * (blockDim.x a multiple of 32): lane k adds rows k, k + lanes, ... in
+ * order, then lane 0 adds the lanes' sums in order from shared memory.
+ * Tiles stride over the columns; each tile's step is uniform over its
+ * block, so every thread meets both __syncthreads. */
 extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) raf_layer_norm_grad_params_f32(
     float *dgamma, float *dbeta, const float *dy, const float *x,
-    const double *mean_rstd, int64_t rows, int64_t n) {
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
-       e += (int64_t)gridDim.x * blockDim.x) {
-    double dg = 0, db = 0;
-    for (int64_t r = 0; r < rows; r++) {
-      double d = (double)dy[r * n + e];
-      dg += d * ((double)x[r * n + e] - mean_rstd[2 * r]) * mean_rstd[2 * r + 1];
-      db += d;
+    const float *mean_rstd, int64_t rows, int64_t n) {
+  __shared__ float part[2][RAF_CUDA_BLOCK];
+  const int col = threadIdx.x % 32, lane = threadIdx.x / 32;
+  const int lanes = blockDim.x / 32;
+  for (int64_t c0 = blockIdx.x * (int64_t)32; c0 < n;
+       c0 += (int64_t)gridDim.x * 32) {
+    const int64_t e = c0 + col;
+    float dg = 0, db = 0;
+    if (e < n)
+      for (int64_t r = lane; r < rows; r += lanes) {
+        float d = dy[r * n + e];
+        dg += d * (x[r * n + e] - mean_rstd[2 * r]) * mean_rstd[2 * r + 1];
+        db += d;
+      }
+    part[0][threadIdx.x] = dg;
+    part[1][threadIdx.x] = db;
+    __syncthreads();
+    if (lane == 0 && e < n) {
+      for (int k = 1; k < lanes; k++) {
+        dg += part[0][k * 32 + col];
+        db += part[1][k * 32 + col];
+      }
+      dgamma[e] = dg;
+      dbeta[e] = db;
     }
-    dgamma[e] = (float)dg;
-    dbeta[e] = (float)db;
+    __syncthreads();
   }
 }
 
 /* ---- dropout -------------------------------------------------------------- */
 
+/* The smallest float t with (double)t >= p (p a number; NaN for NaN):
+ * for a float u, u >= t exactly when (double)u >= p. */
+static __device__ __forceinline__ float raf_dropout_threshold(double p) {
+  float t = (float)p; /* p's nearest float: p lies between t's neighbours */
+  return (double)t < p ? nextafterf(t, __int_as_float(0x7f800000)) : t;
+}
+
 /* y = x * scale where raf_dropout_keeps(i, *key, p), else 0, for x, y [n]:
  * cpu-ref's mask (the same inline Philox), and its arithmetic (the
  * product in float, rounded once to the element type). The key is read
- * from the device, where the executor keeps it. */
+ * from the device, where the executor keeps it. raf_dropout_keeps
+ * compares the uniform (a float) in double; given p's threshold as a
+ * double, that compare is one of two floats widened, which compiles to a
+ * float compare (no f64 instruction per element), with the same mask. */
 #define RAF_DROPOUT_KERNEL(NAME, T, LOAD, STORE)                               \
   extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) NAME(T *y, const T *x, const int64_t *key,       \
                                   int64_t n, double p, float scale) {          \
     uint64_t k = (uint64_t)*key;                                               \
+    const double pt = (double)raf_dropout_threshold(p);                        \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;  \
          i += (int64_t)gridDim.x * blockDim.x)                                 \
-      y[i] = STORE(raf_dropout_keeps((uint64_t)i, k, p) ? LOAD(x[i]) * scale  \
+      y[i] = STORE(raf_dropout_keeps((uint64_t)i, k, pt) ? LOAD(x[i]) * scale  \
                                                         : 0.0f);               \
   }
 #define RAF_SAME(v) (v)
