@@ -520,11 +520,13 @@ static raf_status run_planned(raf_exec *ex, plan *p, raf_tensor *const *args,
   mplan *m = p->mem;
   raf_mem_plan *mp = &m->mp;
   raf_func *f = p->func;
+  size_t reported = raf_diag_count(ex->ctx);
   char *arena = exec_take_buffer(ex, (size_t)mp->arena);
   if (!arena) {
-    raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
-                    "out of memory allocating the arena of @%s (%lld bytes)",
-                    f->name, (long long)mp->arena);
+    if (raf_diag_count(ex->ctx) == reported) /* else the device said why */
+      raf_diag_report(ex->ctx, f->loc, RAF_SEV_ERROR,
+                      "out of memory allocating the arena of @%s (%lld bytes)",
+                      f->name, (long long)mp->arena);
     return RAF_ERROR;
   }
   for (int q = 0; !given && q < f->nresults; q++)

@@ -56,14 +56,18 @@ void exec_give_buffer(raf_exec *ex, void *data, size_t nbytes) {
 raf_tensor *raf_exec_alloc(raf_exec *ex, raf_type *t) {
   handed *x = malloc(sizeof *x);
   size_t nbytes = (size_t)t->numel * (size_t)raf_dtype_size(t->dtype);
+  size_t reported = raf_diag_count(ex->ctx);
   void *data = x ? exec_take_buffer(ex, nbytes) : NULL;
   if (!data) {
     free(x);
     char buf[128];
     raf_type_str(t, buf, sizeof buf);
-    raf_diag_report(ex->ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "out of memory allocating a %s tensor (%zu bytes)", buf,
-                    nbytes);
+    /* a device that failed for another reason (a kernel's fault, sticky
+     * on a GPU) has said so: that is not running out of memory */
+    if (raf_diag_count(ex->ctx) == reported)
+      raf_diag_report(ex->ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "out of memory allocating a %s tensor (%zu bytes)", buf,
+                      nbytes);
     return NULL;
   }
   x->t = (raf_tensor){t, data, nbytes, raf_device_kind_of(ex->device)};
