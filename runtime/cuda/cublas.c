@@ -539,7 +539,8 @@ static raf_status cublas_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   st->ctx = ctx;
   const char *tf32 = getenv("RAF_CUBLAS_TF32");
   st->tf32 = tf32 && strcmp(tf32, "1") == 0;
-  raf_status rc = raf_cublaslt_load(ctx, &st->lt);
+  raf_status rc = raf_cublaslt_load(
+      ctx, raf_cuda_device_driver(dev)->version, &st->lt);
   if (rc == RAF_OK)
     rc = raf_cuda_device_make_current(dev);
   cublasStatus_t s = CUBLAS_STATUS_SUCCESS;

@@ -12,11 +12,18 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
-                                    "libcublasLt.so"};
+/* cuBLASLt's major is the toolkit's, which the driver must be as new as:
+ * the driver's major first (library.h). pip's CUDA 12 wheel
+ * (nvidia-cublas-cu12) keeps it in nvidia/cublas/lib, CUDA 13's wheels in
+ * nvidia/cu13/lib. */
 static const raf_cuda_library cublaslt_library = {
-    names, sizeof names / sizeof names[0], "RAF_CUBLASLT", "cuBLASLt",
-    "the CUDA toolkit"};
+    .stem = "libcublasLt.so",
+    .majors = {13, 12},
+    .follows_driver = true,
+    .pip = {"nvidia/cublas/lib", "nvidia/cu13/lib"},
+    .env = "RAF_CUBLASLT",
+    .what = "cuBLASLt",
+    .source = "the CUDA toolkit"};
 
 static const raf_cuda_symbol symbols[] = {
 #define LT_ENTRY(ret, name, params) {#name, offsetof(raf_cublaslt, name)},
@@ -24,7 +31,8 @@ static const raf_cuda_symbol symbols[] = {
 #undef LT_ENTRY
 };
 
-raf_status raf_cublaslt_load(raf_ctx *ctx, raf_cublaslt **out) {
+raf_status raf_cublaslt_load(raf_ctx *ctx, int driver_version,
+                             raf_cublaslt **out) {
   raf_cublaslt *lt = calloc(1, sizeof *lt);
   *out = NULL;
   if (!lt) {
@@ -32,8 +40,8 @@ raf_status raf_cublaslt_load(raf_ctx *ctx, raf_cublaslt **out) {
     return RAF_ERROR;
   }
   lt->library = raf_cuda_library_load(
-      ctx, &cublaslt_library, symbols, sizeof symbols / sizeof symbols[0], lt,
-      lt->path, sizeof lt->path);
+      ctx, &cublaslt_library, driver_version, symbols,
+      sizeof symbols / sizeof symbols[0], lt, lt->path, sizeof lt->path);
   if (!lt->library) {
     raf_cublaslt_unload(lt);
     return RAF_ERROR;

@@ -2,7 +2,8 @@
  *
  * As with cuBLASLt (cublaslt.h), raf never links NCCL: the dialect opens
  * libnccl.so.2 with dlopen when an executor first needs it (library.h says
- * where it looks; RAF_NCCL overrides) and resolves the entry points of
+ * where it looks: the loader's path, the toolkit's folders, pip's
+ * nvidia/nccl/lib; RAF_NCCL overrides) and resolves the entry points of
  * nccl.def with dlsym. Building needs only NCCL's nccl.h, for the types.
  */
 #ifndef RAF_CUDA_NCCL_H
