@@ -72,6 +72,7 @@ strip "$stage"/bin/raf-* "$stage"/bin/test_* "$stage"/bin/FileCheck "$stage"/bin
 # for the lit tests of the cuda device that need no GPU (%fake-cuda).
 cp -L "$build"/fake-cuda/libcuda.so.1 "$build"/fake-cuda/libcublasLt.so.13 \
   "$stage/bin/fake-cuda/"
+ln -sf libcublasLt.so.13 "$stage/bin/fake-cuda/libcublasLt.so.12"
 cp -r "$build/cuda-ptx" "$stage/bin/"
 grep '^RAF_HAVE_' "$build/CMakeCache.txt" > "$stage/bin/CMakeCache.txt"
 

@@ -11,11 +11,11 @@
  * smaller than the preference's limit. cublasLtMatmul then computes
  * D = alpha op(A) op(B) + beta C on the host, column-major, in f32 and
  * bf16 (f32 sums), as cuBLASLt defines it, so that a module of matmuls
- * gives real values on the fake device; products above
- * RAF_FAKE_CUBLASLT_MAX_MACS multiply-adds (default 2^26) are checked but
- * not computed (a GPT-2 124M step on the fake driver, which runs no
- * kernels either). f16 is computed as bf16 is (f32 sums, the result
- * rounded to nearest even).
+ * gives real values on the fake device, as the fake driver's kernels do.
+ * A product above RAF_FAKE_CUBLASLT_MAX_MACS multiply-adds (no limit by
+ * default) is refused with CUBLAS_STATUS_NOT_SUPPORTED and a line on
+ * stderr, never left uncomputed. f16 is computed as bf16 is (f32 sums,
+ * the result rounded to nearest even).
  *
  * The epilogues raf uses are computed too, as cublasLt.h defines them:
  * bias, GELU (PyTorch's tanh form) with or without bias and aux output,
@@ -25,7 +25,7 @@
  *
  *   RAF_FAKE_CUBLASLT_LOG=file   a line per matmul appended to file:
  *                                "matmul m=M n=N k=K batch=B ta=0|1
- *                                tb=0|1 type=f32|bf16|f16 computed|checked"
+ *                                tb=0|1 type=f32|bf16|f16 computed"
  *                                and " epilogue=NAME" unless the default
  *
  * Built as libcublasLt.so.13 in the build tree's fake-cuda/ (CMakeLists.txt);
@@ -389,22 +389,28 @@ cublasStatus_t cublasLtMatmul(
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const char *limit = getenv("RAF_FAKE_CUBLASLT_MAX_MACS");
   double macs = (double)m * (double)n * (double)k * lc->batch;
-  int compute = macs <= (limit && *limit ? atof(limit) : (double)(1 << 26));
+  if (limit && *limit && macs > atof(limit)) {
+    fprintf(stderr,
+            "fake cuBLASLt: a product of %.0f multiply-adds, above "
+            "RAF_FAKE_CUBLASLT_MAX_MACS\n",
+            macs);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   fake_log("RAF_FAKE_CUBLASLT_LOG",
-           "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s %s%s%s",
+           "matmul m=%llu n=%llu k=%llu batch=%d ta=%d tb=%d type=%s "
+           "computed%s%s",
            (unsigned long long)m, (unsigned long long)n,
            (unsigned long long)k, lc->batch, dd->ta == CUBLAS_OP_T,
            dd->tb == CUBLAS_OP_T,
            la->type == CUDA_R_32F   ? "f32"
            : la->type == CUDA_R_16F ? "f16"
                                     : "bf16",
-           compute ? "computed" : "checked",
            e == CUBLASLT_EPILOGUE_DEFAULT ? "" : " epilogue=",
            e == CUBLASLT_EPILOGUE_DEFAULT ? "" : epilogue_name(e));
   float al, be;
   memcpy(&al, alpha, sizeof al);
   memcpy(&be, beta, sizeof be);
-  for (int32_t q = 0; compute && q < lc->batch; q++)
+  for (int32_t q = 0; q < lc->batch; q++)
     for (uint64_t j = 0; j < n; j++)
       for (uint64_t i = 0; i < m; i++) {
         float acc = 0.0f;
@@ -433,7 +439,7 @@ cublasStatus_t cublasLtMatmul(
         store(lc->type, hd, ci, x);
       }
   /* The bias gradient of A: op(A) [m, k] summed over k. */
-  for (uint64_t i = 0; compute && e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++) {
+  for (uint64_t i = 0; e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++) {
     float sum = 0.0f;
     for (uint64_t p = 0; p < k; p++)
       sum += load(la->type, ha,

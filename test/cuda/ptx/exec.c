@@ -209,12 +209,10 @@ static uint64_t float_to_int(double d, int type, int round) {
     return 0;
   d = ptx_round_integral(d, round == PTX_RNONE ? PTX_RZ : round);
   if (ptx_type_kind[type] == 's') {
-    double lo = -ldexp(1.0, bits - 1), hi = ldexp(1.0, bits - 1);
-    int64_t v = d <= lo ? (int64_t)((uint64_t)1 << (bits - 1)) * (bits == 64 ? 1 : -1)
-                : d >= hi ? (int64_t)(((uint64_t)1 << (bits - 1)) - 1)
-                          : (int64_t)d;
-    if (bits == 64 && d <= lo)
-      v = INT64_MIN;
+    int64_t max = (int64_t)(((uint64_t)1 << (bits - 1)) - 1), min = -max - 1;
+    int64_t v = d <= -ldexp(1.0, bits - 1) ? min
+                : d >= ldexp(1.0, bits - 1) ? max
+                                            : (int64_t)d;
     return mask_bits((uint64_t)v, bits);
   }
   if (d <= 0)
