@@ -545,9 +545,10 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
       }
       break;
     case PTX_OP_SAD: {
-      int64_t x = kind == 's' ? sext(S(0), bits) : (int64_t)mask_bits(S(0), bits);
-      int64_t y = kind == 's' ? sext(S(1), bits) : (int64_t)mask_bits(S(1), bits);
-      D(0) = mask_bits((uint64_t)(x > y ? x - y : y - x) + S(2), bits);
+      uint64_t x = kind == 's' ? (uint64_t)sext(S(0), bits) : mask_bits(S(0), bits);
+      uint64_t y = kind == 's' ? (uint64_t)sext(S(1), bits) : mask_bits(S(1), bits);
+      bool greater = kind == 's' ? (int64_t)x > (int64_t)y : x > y;
+      D(0) = mask_bits((greater ? x - y : y - x) + S(2), bits);
       break;
     }
     case PTX_OP_FMA:
@@ -588,7 +589,8 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
           D(0) = float_op(in, 0, S(0), 0, 0);
       } else {
         int64_t x = sext(S(0), bits);
-        D(0) = mask_bits((uint64_t)(in->op == PTX_OP_NEG ? -x : x < 0 ? -x : x), bits);
+        uint64_t u = (uint64_t)x; /* negated unsigned: -INT64_MIN too */
+        D(0) = mask_bits(in->op == PTX_OP_NEG || x < 0 ? 0 - u : u, bits);
       }
       break;
     case PTX_OP_MIN:

@@ -164,7 +164,7 @@ uint64_t ptxp_expect_int(parser *ps) {
   }
   uint64_t v = ps->tok.ival;
   ptxp_next(ps);
-  return neg ? (uint64_t)-(int64_t)v : v;
+  return neg ? 0 - v : v; /* unsigned: -INT64_MIN too */
 }
 
 int ptxp_type_of(const char *s, int len) {

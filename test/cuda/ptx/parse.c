@@ -399,7 +399,7 @@ static void parse_init(parser *ps, ptx_var *v, int type, uint64_t *at) {
   }
   token t = ps->tok;
   if (neg) {
-    t.ival = (uint64_t)-(int64_t)t.ival;
+    t.ival = 0 - t.ival; /* unsigned: -INT64_MIN too */
     t.fval = -t.fval;
   }
   uint64_t bits = ptxp_literal_bits(&t, type);

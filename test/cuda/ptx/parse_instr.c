@@ -257,7 +257,7 @@ static int operand_slot(parser *ps, const ptx_insn *in, const operand *o,
     int type = src_type(in, pos);
     uint64_t bits;
     if (o->imm_neg && t.kind == T_INT) {
-      t.ival = (uint64_t)-(int64_t)t.ival;
+      t.ival = 0 - t.ival; /* unsigned: -INT64_MIN too */
       bits = ptxp_literal_bits(&t, type);
     } else if (o->imm_neg && !t.float_bits) {
       t.fval = -t.fval;
