@@ -27,6 +27,12 @@
  *                               to 8.4; 12000 takes 8.0, 13000 takes 9.0):
  *                               a newer .version is refused with
  *                               CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+ *   RAF_FAKE_CUDA_REQUIRE_MAXNTID=1  a launch of a kernel that declares no
+ *                               .maxntid (or .reqntid) is refused
+ *                               (CUDA_ERROR_INVALID_VALUE): without it
+ *                               ptxas assumes 1024 threads a block and
+ *                               may give each fewer registers than the
+ *                               kernel could use
  *   RAF_FAKE_CUDA_MAX_INSNS=N   a launch running more than N instructions
  *                               fails (CUDA_ERROR_LAUNCH_TIMEOUT), naming
  *                               the kernel; default: no limit
@@ -508,6 +514,12 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       return CUDA_ERROR_INVALID_VALUE;
   unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
   log_launch(ff->kernel, g, b, shared, params);
+  const char *require = getenv("RAF_FAKE_CUDA_REQUIRE_MAXNTID");
+  if (require && *require == '1' && !ptx_kernel_max_threads(ff->kernel)) {
+    fprintf(stderr, "fake cuda: kernel %s declares no .maxntid\n",
+            ptx_kernel_name(ff->kernel));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   const char *max = getenv("RAF_FAKE_CUDA_MAX_INSNS");
   ptx_launch l = {{gx, gy, gz}, {bx, by, bz}, shared, params,
                   max && *max ? strtoull(max, NULL, 10) : 0};

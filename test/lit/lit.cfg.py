@@ -30,6 +30,9 @@ config.environment["PATH"] = os.pathsep.join([raf_bin, llvm_bin, config.environm
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "RAF_CUDA_SYNC", "RAF_LIBDEVICE"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# Every kernel raf launches on the fake driver must declare the block it is
+# launched with (.maxntid): the fake refuses one that does not.
+config.environment["RAF_FAKE_CUDA_REQUIRE_MAXNTID"] = "1"
 
 config.substitutions.append(("%raf-opt", os.path.join(raf_bin, "raf-opt")))
 # lit itself and the build, for a test that runs other tests under another

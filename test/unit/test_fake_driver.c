@@ -150,6 +150,21 @@ static void test_computes(void) {
   cu.cuMemcpyDtoHAsync(host, d, sizeof host, stream);
   for (int i = 0; i < 300; i++)
     CHECK(host[i] == (float)i + 1, "element %d: %g", i, (double)host[i]);
+  /* a kernel without .maxntid, refused only when asked to be */
+  char loose[2048];
+  snprintf(loose, sizeof loose, "%s", kernels);
+  memcpy(strstr(loose, ".maxntid 128, 1, 1"), "//", 2);
+  CUmodule lm;
+  CUfunction lf;
+  CHECK(load(loose, &lm, log, sizeof log) == CUDA_SUCCESS, "load: %s", log);
+  cu.cuModuleGetFunction(&lf, lm, "add_one");
+  setenv("RAF_FAKE_CUDA_REQUIRE_MAXNTID", "1", 1);
+  CHECK(launch(lf, 1, 32, d, 32) == CUDA_ERROR_INVALID_VALUE,
+        "a kernel without .maxntid under RAF_FAKE_CUDA_REQUIRE_MAXNTID");
+  CHECK(launch(f, 1, 32, d, 32) == CUDA_SUCCESS, "one with it");
+  unsetenv("RAF_FAKE_CUDA_REQUIRE_MAXNTID");
+  CHECK(launch(lf, 1, 32, d, 32) == CUDA_SUCCESS, "not asked");
+  cu.cuModuleUnload(lm);
   /* a block beyond .maxntid is refused at once, and is not sticky */
   CHECK(launch(f, 1, 256, d, 300) == CUDA_ERROR_INVALID_VALUE,
         "256 threads against .maxntid 128");

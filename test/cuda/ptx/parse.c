@@ -910,6 +910,11 @@ int ptx_kernel_param_count(const ptx_kernel *k) { return k->fn->nparams; }
 size_t ptx_kernel_param_size(const ptx_kernel *k, int i) {
   return k->fn->params[i].size;
 }
+unsigned ptx_kernel_max_threads(const ptx_kernel *k) {
+  const unsigned *d = k->fn->maxntid[0] ? k->fn->maxntid : k->fn->reqntid;
+  return d[0] * d[1] * d[2];
+}
+
 char ptx_kernel_param_kind(const ptx_kernel *k, int i) {
   return k->fn->params[i].kind;
 }

@@ -64,6 +64,9 @@ int ptx_kernel_param_count(const ptx_kernel *k);
  * 'd' .f64, 'f' .f32, 's' an aligned byte array (a struct), 'i' other. */
 size_t ptx_kernel_param_size(const ptx_kernel *k, int i);
 char ptx_kernel_param_kind(const ptx_kernel *k, int i);
+/* The threads a block may have at most, by the kernel's .maxntid (or
+ * .reqntid); 0 when it declares neither. */
+unsigned ptx_kernel_max_threads(const ptx_kernel *k);
 
 /* Device memory, as the fake driver hands it out: `device` is the address
  * kernels see, `host` where the bytes are. Accesses outside every region
