@@ -763,6 +763,39 @@ static void test_nvcc(void) {
   ptx_module_free(m);
   free(src);
 
+  /* bar.red: 64 threads, v = 0..63 then 30..93 in the second block */
+  src = read_testdata("sync_reductions.ptx");
+  m = src ? load_on(src, &dev90, "sync_reductions.ptx") : NULL;
+  if (m) {
+    dbuf in = dnew(2 * 64 * 4), out = dnew(2 * 64 * 4);
+    int32_t *x = in.host;
+    for (unsigned i = 0; i < 64; i++) {
+      x[i] = (int32_t)i;
+      x[64 + i] = (int32_t)i + 30;
+    }
+    for (unsigned b = 0; b < 2; b++) {
+      dbuf bin = {(char *)in.host + b * 256, in.dev + b * 256};
+      dbuf bout = {(char *)out.host + b * 256, out.dev + b * 256};
+      void *params[] = {&bout.dev, &bin.dev};
+      if (!run1(m, "sync_reductions", 1, 64, params, "sync_reductions"))
+        break;
+      int32_t count = 0, all = 1, any = 0;
+      for (unsigned i = 0; i < 64; i++) {
+        count += x[b * 64 + i] > 10;
+        all &= x[b * 64 + i] > 10;
+        any |= x[b * 64 + i] > 90;
+      }
+      for (unsigned i = 0; i < 64; i++)
+        EXPECT(((int32_t *)out.host)[b * 64 + i] == count * 100 + all * 10 + any,
+               "sync_reductions: block %u thread %u has %d, want %d", b, i,
+               ((int32_t *)out.host)[b * 64 + i], count * 100 + all * 10 + any);
+    }
+    dfree(&in);
+    dfree(&out);
+  }
+  ptx_module_free(m);
+  free(src);
+
   src = read_testdata("histogram.ptx");
   m = src ? load_on(src, &dev90, "histogram.ptx") : NULL;
   if (m) {

@@ -901,8 +901,12 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
         break;
       }
       t->wait = in;
-      t->wait_a = in->nsrc ? S(0) : 0;
-      t->wait_b = in->nsrc > 1 ? S(1) : 0;
+      t->wait_a = in->nsrc ? S(0) & 15 : 0;
+      /* bar.red's predicate is its last operand, after the count */
+      t->wait_b = in->nsrc > 1 + !!(in->flags & PTX_F_RED) ? S(1) : 0;
+      if (in->flags & PTX_F_RED)
+        t->wait_c = ((S(in->nsrc - 1) & 1) != 0) !=
+                    ((in->flags & PTX_F_NEG_C) != 0);
       result = PTX_AT_BARRIER;
       goto out;
     case PTX_OP_SHFL:

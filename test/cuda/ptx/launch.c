@@ -43,8 +43,39 @@ int ptx_fault(ptx_cta *cta, ptx_thread *t, const ptx_insn *in,
 
 static uint32_t generation; /* barrier completions, for the race check */
 
+/* Whether a barrier instruction names a thread count (bar.sync a, b;
+ * bar.red's predicate comes after it). */
+static bool counted(const ptx_insn *in) {
+  return in->nsrc > 1 + !!(in->flags & PTX_F_RED);
+}
+
 static unsigned bar_expected(const ptx_cta *cta, const ptx_thread *t) {
-  return t->wait->nsrc > 1 ? (unsigned)t->wait_b : cta->nthreads;
+  return counted(t->wait) ? (unsigned)t->wait_b : cta->nthreads;
+}
+
+/* bar.red: the threads a barrier releases get the reduction of their
+ * predicates (popc: how many are true; and, or). */
+static void reduce_at_barrier(ptx_cta *cta, unsigned id) {
+  uint64_t n = 0, all = 0;
+  for (unsigned i = 0; i < cta->nthreads; i++) {
+    ptx_thread *t = &cta->threads[i];
+    if (t->state == PTX_AT_BARRIER && t->wait_a == id &&
+        (t->wait->flags & PTX_F_RED)) {
+      n += t->wait_c;
+      all++;
+    }
+  }
+  for (unsigned i = 0; i < cta->nthreads; i++) {
+    ptx_thread *t = &cta->threads[i];
+    const ptx_insn *in = t->wait;
+    if (t->state != PTX_AT_BARRIER || t->wait_a != id ||
+        !(in->flags & PTX_F_RED))
+      continue;
+    t->frames[t->depth].regs[in->dst[0]] = in->sub == PTX_BARRED_POPC ? n
+                                           : in->sub == PTX_BARRED_AND
+                                               ? n == all
+                                               : n != 0;
+  }
 }
 
 /* Completes the barriers that everyone they count has reached. */
@@ -59,7 +90,7 @@ static bool release_barriers(ptx_cta *cta, unsigned exited) {
         continue;
       arrived++;
       expected = bar_expected(cta, t);
-      whole = t->wait->nsrc < 2;
+      whole = !counted(t->wait);
     }
     if (!arrived)
       continue;
@@ -75,6 +106,7 @@ static bool release_barriers(ptx_cta *cta, unsigned exited) {
       continue;
     generation++;
     cta->arrivals[id] = 0;
+    reduce_at_barrier(cta, id);
     for (unsigned i = 0; i < cta->nthreads; i++) {
       ptx_thread *t = &cta->threads[i];
       if (t->state == PTX_AT_BARRIER && t->wait_a == id) {

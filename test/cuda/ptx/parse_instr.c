@@ -37,7 +37,7 @@ static const char *const testp_names[] = {"finite", "infinite", "number",
  * order and scope (it runs one thread at a time), .uni, .sync, .full. */
 static const char *const noise[] = {
     "sync", "aligned", "uni", "volatile", "relaxed", "acquire", "release",
-    "acq_rel", "weak", "sc", "cta", "gpu", "sys", "cluster", "nc", "ca",
+    "acq_rel", "weak", "sc", "cta", "gl", "gpu", "sys", "cluster", "nc", "ca",
     "cg", "cs", "lu", "cv", "wb", "wt", "full", "mmio", "noftz", "L1",
     "L2", "level", "evict_normal", "evict_first", "evict_last",
     "no_allocate", "cache_hint", "unified", NULL};
@@ -107,6 +107,16 @@ static bool modifier(ptx_insn *in, const char *w, int len) {
   }
   if ((op == PTX_OP_BAR || op == PTX_OP_BARRIER) && eq(w, len, "warp")) {
     in->op = PTX_OP_BARWARP;
+    return true;
+  }
+  if ((op == PTX_OP_BAR || op == PTX_OP_BARRIER) && eq(w, len, "red")) {
+    in->flags |= PTX_F_RED;
+    return true;
+  }
+  if ((in->flags & PTX_F_RED) &&
+      (eq(w, len, "popc") || eq(w, len, "and") || eq(w, len, "or"))) {
+    in->sub = eq(w, len, "popc") ? PTX_BARRED_POPC
+              : eq(w, len, "and") ? PTX_BARRED_AND : PTX_BARRED_OR;
     return true;
   }
   if ((op == PTX_OP_BAR || op == PTX_OP_BARRIER) && eq(w, len, "arrive")) {
@@ -279,13 +289,15 @@ static int operand_slot(parser *ps, const ptx_insn *in, const operand *o,
 
 static bool has_dst(int op, const ptx_insn *in) {
   switch (op) {
+  case PTX_OP_BAR: case PTX_OP_BARRIER:
+    return in->flags & PTX_F_RED;
   case PTX_OP_ST: case PTX_OP_RED: case PTX_OP_BRA: case PTX_OP_CALL:
-  case PTX_OP_RET: case PTX_OP_EXIT: case PTX_OP_TRAP: case PTX_OP_BAR:
-  case PTX_OP_BARRIER: case PTX_OP_MEMBAR: case PTX_OP_FENCE:
+  case PTX_OP_RET: case PTX_OP_EXIT: case PTX_OP_TRAP:
+  case PTX_OP_MEMBAR: case PTX_OP_FENCE:
   case PTX_OP_PREFETCH: case PTX_OP_PREFETCHU: case PTX_OP_NANOSLEEP:
   case PTX_OP_PMEVENT: case PTX_OP_BARWARP:
     return false;
-  default: (void)in; return true;
+  default: return true;
   }
 }
 
@@ -412,7 +424,7 @@ void ptxp_instruction(parser *ps) {
       memcpy(in.src, ops[1].vec, sizeof ops[1].vec);
       in.nsrc = (uint8_t)ops[1].nvec;
       n = 0;
-    } else if (has_dst(in.op, &in) || (in.op == PTX_OP_BAR && 0)) {
+    } else if (has_dst(in.op, &in)) {
       if (n == 0) {
         PTXP_ERROR(ps, "'%s' needs a destination", ptxp_op_name(in.op));
         return;

@@ -74,7 +74,8 @@ enum {
   PTX_F_CC = 1 << 6, PTX_F_INTROUND = 1 << 7, PTX_F_TO = 1 << 8,
   PTX_F_SHIFTAMT = 1 << 9, PTX_F_LEFT = 1 << 10, PTX_F_CLAMP = 1 << 11,
   PTX_F_ARRIVE = 1 << 12, PTX_F_RELU = 1 << 13, PTX_F_NEG_C = 1 << 14,
-  PTX_F_XORSIGN = 1 << 15, PTX_F_ABS = 1 << 16, PTX_F_LO = 1 << 17
+  PTX_F_XORSIGN = 1 << 15, PTX_F_ABS = 1 << 16, PTX_F_LO = 1 << 17,
+  PTX_F_RED = 1 << 18 /* bar.red: a barrier that reduces a predicate */
 };
 
 /* setp/set comparisons, and their boolean combination. */
@@ -91,6 +92,7 @@ enum ptx_atomop {
 };
 enum ptx_shfl { PTX_SHFL_UP, PTX_SHFL_DOWN, PTX_SHFL_BFLY, PTX_SHFL_IDX };
 enum ptx_vote { PTX_VOTE_ALL, PTX_VOTE_ANY, PTX_VOTE_UNI, PTX_VOTE_BALLOT };
+enum ptx_barred { PTX_BARRED_POPC, PTX_BARRED_AND, PTX_BARRED_OR };
 enum ptx_testp {
   PTX_TEST_FINITE, PTX_TEST_INFINITE, PTX_TEST_NUMBER, PTX_TEST_NAN,
   PTX_TEST_NORMAL, PTX_TEST_SUBNORMAL
