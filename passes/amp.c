@@ -465,7 +465,9 @@ static raf_status seed_with_scale(raf_ctx *ctx, raf_func *g) {
   return RAF_OK;
 }
 
-/* Divides every gradient g returns by its %loss_scale, in f32 or wider. */
+/* Divides every gradient g returns by its %loss_scale, in f32 or wider.
+ * The forward's state updates (results marked {updates = %s}: batch_norm's
+ * running statistics) were never scaled, and pass through. */
 static raf_status unscale_results(raf_func *g) {
   raf_stmt *ret = raf_func_return(g);
   raf_value *scale = g->args[raf_func_arg_index(g, RAF_LOSS_SCALE)].value;
@@ -477,7 +479,7 @@ static raf_status unscale_results(raf_func *g) {
     raf_value_set_name(inv, raf_func_fresh_name(g, "loss_scale.inv"));
   for (int i = 1; i < ret->noperands; i++) {
     raf_value *v = ret->operands[i].value;
-    if (!is_float_value(v))
+    if (!is_float_value(v) || raf_attrs_find(&g->results[i].attrs, "updates"))
       continue;
     raf_value *k = inv;
     if (v->type->dtype != RAF_F32) {
