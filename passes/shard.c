@@ -10,10 +10,11 @@
  *     (a reshape's or broadcast's shape, a slice's end along axis 0); the
  *     batch must stay the leading axis of everything computed from the
  *     data, which is checked statement by statement.
- *   - The loss @F_grad returns is all-reduced (mean), so every rank holds,
- *     and raf-run logs, the global loss. The loss must be a mean over the
- *     batch; then the mean of the ranks' gradients is the global gradient.
- *   - zero=0: gradients are all-reduced (mean) inside @F_grad, in buckets
+ *   - The loss @F_grad returns is all-reduced, so every rank holds, and
+ *     raf-run logs, the global loss: the mean of the ranks' losses for a
+ *     mean over the batch, their sum for a sum (loss_reduction: a loss
+ *     that is neither is refused). The gradients are reduced the same way.
+ *   - zero=0: gradients are all-reduced inside @F_grad, in buckets
  *     of about bucket bytes, each just after its last gradient is made.
  *   - zero=1: the step reduce-scatters the gradients after @F_grad
  *     returns (every full gradient is alive then, as in ZeRO-1), and
@@ -62,6 +63,7 @@ typedef struct shard {
   raf_stmt *call;        /* the step's call of @F_grad */
   raf_ptrmap batched;    /* values of @F_grad (or the step) that carry the batch */
   raf_ptrmap part;       /* in the step: full value -> its part */
+  const char *reduction; /* the loss's over the batch: "mean" or "sum" */
   raf_status st;
 } shard;
 
@@ -186,8 +188,10 @@ static int bucket_len(const shard *S, raf_value *const *vals, int n) {
   return j;
 }
 
-/* Reduces the n gradients g[] as one bucket at e: all_reduce (mean) into
- * full gradients (zero=0), or reduce_scatter (mean) into parts. */
+/* Reduces the n gradients g[] as one bucket at e: all_reduce into full
+ * gradients (zero=0), or reduce_scatter into parts, by the loss's own
+ * reduction (the gradient of a mean of the ranks' means is the mean of
+ * their gradients; of a sum, the sum). */
 static void reduce_bucket(shard *S, raf_emitter *e, raf_value **g, int n,
                           bool scatter, raf_value **out) {
   raf_value **m = calloc((size_t)n, sizeof *m);
@@ -200,7 +204,7 @@ static void reduce_bucket(shard *S, raf_emitter *e, raf_value **g, int n,
                    : reshape(e, g[i], mat_type(S, g[i]->type->dtype, 1,
                                                numel(g[i]->type)));
   bucket_op(S, e, scatter ? RAF_OP_REDUCE_SCATTER : RAF_OP_ALL_REDUCE,
-            "mean", m, n, out);
+            S->reduction, m, n, out);
   for (int i = 0; i < n; i++)
     out[i] = reshape(e, out[i],
                      scatter ? vec_type(S, g[i]->type->dtype,
@@ -412,13 +416,48 @@ done:
   free(out);
 }
 
-/* The loss of every rank's samples: the mean of the ranks' means. */
+/* How the loss reduces over the batch, so that the ranks' losses and
+ * gradients combine into one process's: "mean" (cross_entropy and
+ * mse_loss by default, a mean: the mean of the ranks' means, equal local
+ * batches) or "sum" (their sum), seen through casts (amp's). Anything
+ * else is a located error, never a guess. */
+static const char *loss_reduction(shard *S, raf_value *loss) {
+  raf_stmt *s = loss->def;
+  while (s && s->op == RAF_OP_CAST && s->operands[0].value->def)
+    s = s->operands[0].value->def;
+  if (!s) {
+    fail(S, S->grad->loc, "the loss @%s returns is not computed from the "
+         "batch", S->grad->name);
+    return NULL;
+  }
+  const char *r = NULL;
+  switch (s->op) {
+  case RAF_OP_CROSS_ENTROPY:
+  case RAF_OP_MSE_LOSS:
+    r = raf_stmt_attr_str(s, "reduction");
+    r = !r ? "mean" : strcmp(r, "mean") == 0 ? "mean"
+                    : strcmp(r, "sum") == 0  ? "sum" : NULL;
+    break;
+  case RAF_OP_MEAN: r = "mean"; break;
+  case RAF_OP_SUM: r = "sum"; break;
+  default: break;
+  }
+  if (!r)
+    fail(S, s->loc, "cannot tell how the loss (%s) reduces over the batch, "
+         "so not how the ranks' losses and gradients combine: it must be "
+         "cross_entropy or mse_loss with reduction \"mean\" or \"sum\", "
+         "or a mean or a sum", raf_op_table[s->op].name);
+  return r;
+}
+
+/* The loss of every rank's samples: the mean of the ranks' means, or the
+ * sum of their sums. */
 static void reduce_loss(shard *S) {
   raf_stmt *ret = raf_func_return(S->grad);
   raf_emitter e;
   raf_emitter_init(&e, S->grad, ret, ret->loc);
   raf_value *l = collective(S, &e, RAF_OP_ALL_REDUCE,
-                            ret->operands[0].value, "mean");
+                            ret->operands[0].value, S->reduction);
   if ((S->st = e.status) == RAF_OK)
     raf_use_set(&ret->operands[0], l);
 }
@@ -736,6 +775,8 @@ static raf_status shard_step(shard *S) {
   raf_stmt *gret = raf_func_return(S->grad);
   raf_value *loss = gret->operands[0].value;
   int64_t split = loss->def ? loss->def->order : -1;
+  if (!(S->reduction = loss_reduction(S, loss)))
+    return S->st;
   localize(S, S->grad);
   if (S->st == RAF_OK)
     reduce_loss(S);
