@@ -155,15 +155,6 @@ static raf_status try_target(const options *o, raf_module *m, raf_func *f,
                              raf_remat_fn *G, int64_t target, attempt *a) {
   memset(a, 0, sizeof *a);
   a->reached = solve(o, G, target, &a->steps, &a->nsteps, f);
-  if (getenv("REMAT_DEBUG") && a->reached >= 0) {
-    raf_remat_trace t;
-    int64_t pk = raf_remat_model_peak_steps(&G->g, a->steps, a->nsteps, NULL, &t);
-    int P = 0; while (t.live[P] != pk) P++;
-    fprintf(stderr, "target %lld model peak %lld at moment %d stage %d (%s)\n", (long long)target, (long long)pk, P, t.stage[P], G->stmt[t.node[P]]->results[0]->name);
-    for (int c = 0; c < t.co_base[P+1]; c++) if (t.last[c] >= P && G->g.out_bytes[t.co_out[c]] > 3000000)
-      fprintf(stderr, "  %s %lld made %d last %d\n", G->stmt[G->g.out_node[t.co_out[c]]]->results[t.co_out[c] - G->g.out_start[G->g.out_node[t.co_out[c]]]]->name, (long long)G->g.out_bytes[t.co_out[c]], t.co_moment[c], t.last[c]);
-    raf_remat_trace_free(&t);
-  }
   if (a->reached < 0) {
     if (!o->ilp)
       raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
@@ -240,15 +231,15 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                                                : RAF_MEM_ALIGN;
     offset = offset > a.after - a.reached ? offset : a.after - a.reached;
   }
-  /* Last, the schedule that takes the model as low as the solver goes: it
-   * decides the least peak the error names, which is then reachable, since
-   * it is the same schedule whatever the budget. */
+  /* Last, the schedule that takes the model as low as the solver goes.
+   * The error names the least peak of every schedule tried: a round above
+   * may have reached lower than this one (the plan is not the model). */
   if (st == RAF_OK && !done) {
     target = 0;
     st = try_target(o, m, f, &G, target, &a);
     if (st == RAF_OK) {
-      /* No remat at all may be lower still: then it is the least. */
-      least = a.after < before ? a.after : before;
+      if (a.after < least) /* least starts at no remat's peak */
+        least = a.after;
       done = a.after <= budget;
       if (done) {
         best = a;
