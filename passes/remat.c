@@ -231,15 +231,17 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
                                                : RAF_MEM_ALIGN;
     offset = offset > a.after - a.reached ? offset : a.after - a.reached;
   }
-  /* Last, the schedule that takes the model as low as the solver goes.
-   * The error names the least peak of every schedule tried: a round above
-   * may have reached lower than this one (the plan is not the model). */
+  /* Last, the schedule that takes the model as low as the solver goes: it
+   * decides the least peak the error names, which is then reachable, since
+   * it is the same schedule whatever the budget (test_remat holds the pass
+   * to that: the peak named is accepted as a budget). A round above may
+   * have reached lower, but with a target that budget would not give. */
   if (st == RAF_OK && !done) {
     target = 0;
     st = try_target(o, m, f, &G, target, &a);
     if (st == RAF_OK) {
-      if (a.after < least) /* least starts at no remat's peak */
-        least = a.after;
+      /* No remat at all may be lower still: then it is the least. */
+      least = a.after < before ? a.after : before;
       done = a.after <= budget;
       if (done) {
         best = a;
