@@ -122,6 +122,10 @@ def import_test(d, work, raf_import):
         # A leak or a fault in raf-import is a failure, not a skip.
         raise RuntimeError('%s: raf-import under the sanitizers:\n%s' %
                            (name, report))
+    if p.returncode < 0 or p.returncode > 1:
+        # A crash (a signal) is a failure too; raf-import refuses with 1.
+        raise RuntimeError('%s: raf-import crashed (exit %d):\n%s' %
+                           (name, p.returncode, report))
     if p.returncode != 0:
         shutil.rmtree(out)
         lines = report.strip().splitlines()

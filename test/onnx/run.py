@@ -15,12 +15,17 @@ reference converter convert.py; then (unless --no-convert) runs every case as
 
 on --jobs processes, prints each failure with raf-run's output, and ends with
 `onnx: P passed, F failed, S skipped of T`. Exits 1 if a case fails or the
-converter reports an error. With --passes, each case goes through
+converter reports an error (a crash of raf-import is one, never a skip).
+With raf-import, the skipped tests must be exactly those of
+expected-skips.txt (each listed with its reason): a skip not listed there
+fails, and so does a listed test that is now imported (it leaves the list);
+--write-expected-skips rewrites the list from this run. With --passes, each case goes through
 `raf-opt -p PIPELINE` first (raf-opt next to raf-run, or --raf-opt), so the
 passes are checked to keep every case's results.
 """
 import argparse
 import concurrent.futures
+import re
 import json
 import os
 import subprocess
@@ -73,6 +78,44 @@ def run_case(raf_run, case_dir, timeout, threads, raf_opt, passes):
     return case['name'], ok, rc, out, cmd
 
 
+EXPECTED_SKIPS = os.path.join(HERE, 'expected-skips.txt')
+
+
+def read_expected_skips(path):
+    """{test: reason} of expected-skips.txt."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.startswith('#'):
+                name, _, reason = line.rstrip('\n').partition(': ')
+                out[name] = reason
+    return out
+
+
+def check_skips(summary, only, write, path):
+    """The skips against the expected-skips file at path: the problems
+    found."""
+    skipped = {n: r for r, names in summary['skipped_by_reason'].items()
+               for n in names}
+    if write:
+        with open(path) as f:
+            head = [l for l in f if l.startswith('#')]
+        with open(path, 'w') as f:
+            f.writelines(head)
+            for n in sorted(skipped):
+                f.write('%s: %s\n' % (n, skipped[n].replace('\n', ' ')))
+        return []
+    expected = read_expected_skips(path)
+    if only:
+        expected = {n: r for n, r in expected.items() if re.search(only, n)}
+    problems = ['%s is skipped but not listed in expected-skips.txt: %s' %
+                (n, skipped[n]) for n in sorted(set(skipped) - set(expected))]
+    problems += ['%s is listed in expected-skips.txt (%s) but was imported: '
+                 'take it off the list' % (n, expected[n])
+                 for n in sorted(set(expected) - set(skipped))]
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--raf-run', required=True, help='the raf-run binary')
@@ -95,6 +138,11 @@ def main():
                     help='run the cases already in WORK')
     ap.add_argument('-v', '--verbose', action='store_true',
                     help='print every case')
+    ap.add_argument('--expected-skips', default=EXPECTED_SKIPS,
+                    help='the list of expected skips (default: '
+                    'expected-skips.txt beside run.py)')
+    ap.add_argument('--write-expected-skips', action='store_true',
+                    help='rewrite expected-skips.txt from this run\'s skips')
     args = ap.parse_args()
 
     if not os.path.isdir(args.data):
@@ -117,6 +165,13 @@ def main():
             return 1
     with open(os.path.join(args.work, 'summary.json')) as f:
         summary = json.load(f)
+    skip_problems = []
+    if args.raf_import and not args.no_convert:
+        skip_problems = check_skips(summary, args.only,
+                                    args.write_expected_skips,
+                                    args.expected_skips)
+        for problem in skip_problems:
+            print('onnx: ' + problem)
     cases_dir = os.path.join(args.work, 'cases')
     cases = sorted(os.listdir(cases_dir))
     raf_run = os.path.abspath(args.raf_run)
@@ -145,7 +200,10 @@ def main():
            time.time() - t0))
     if failed:
         print('onnx: failed: ' + ' '.join(failed))
-    return 1 if failed else 0
+    if skip_problems:
+        print('onnx: %d skips differ from expected-skips.txt' %
+              len(skip_problems))
+    return 1 if failed or skip_problems else 0
 
 
 if __name__ == '__main__':
