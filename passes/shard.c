@@ -14,6 +14,8 @@
  *     raf-run logs, the global loss: the mean of the ranks' losses for a
  *     mean over the batch, their sum for a sum (loss_reduction: a loss
  *     that is neither is refused). The gradients are reduced the same way.
+ *     cross_entropy's mean, over the labels each rank counts, becomes the
+ *     ranks' sums over the all-reduced count, summed (global_mean).
  *   - zero=0: gradients are all-reduced inside @F_grad, in buckets
  *     of about bucket bytes, each just after its last gradient is made.
  *   - zero=1: the step reduce-scatters the gradients after @F_grad
@@ -421,7 +423,8 @@ done:
  * mse_loss by default, a mean: the mean of the ranks' means, equal local
  * batches) or "sum" (their sum), seen through casts (amp's). Anything
  * else is a located error, never a guess. */
-static const char *loss_reduction(shard *S, raf_value *loss) {
+static const char *loss_reduction(shard *S, raf_value *loss,
+                                  raf_stmt **made) {
   raf_stmt *s = loss->def;
   while (s && s->op == RAF_OP_CAST && s->operands[0].value->def)
     s = s->operands[0].value->def;
@@ -442,12 +445,72 @@ static const char *loss_reduction(shard *S, raf_value *loss) {
   case RAF_OP_SUM: r = "sum"; break;
   default: break;
   }
+  *made = s;
   if (!r)
     fail(S, s->loc, "cannot tell how the loss (%s) reduces over the batch, "
          "so not how the ranks' losses and gradients combine: it must be "
          "cross_entropy or mse_loss with reduction \"mean\" or \"sum\", "
          "or a mean or a sum", raf_op_table[s->op].name);
   return r;
+}
+
+/* cross_entropy's mean is over the labels it counts (those other than
+ * ignore_index), and ranks count different numbers when some are ignored
+ * (a masked LM): the mean of their means is not the global mean. So
+ * @F_grad counts its labels, all-reduces the count C, and each rank's
+ * loss becomes its sum of losses over C, and its cross_entropy_grad a sum
+ * with dy / C: the sum of the ranks' losses and gradients is then one
+ * process's mean and its gradient, whatever the ranks count. */
+static void global_mean(shard *S, raf_stmt *ce) {
+  raf_value *labels = ce->operands[1].value, *loss = ce->results[0];
+  int64_t ignore = raf_attrs_find(&ce->attrs, "ignore_index")
+                       ? raf_stmt_attr_int(ce, "ignore_index")
+                       : -100;
+  raf_emitter e;
+  raf_emitter_init(&e, S->grad, ce, ce->loc);
+  raf_value *kept = raf_emit2(&e, RAF_OP_NE, labels,
+                              raf_emit_scalar(&e, labels->type->dtype,
+                                              (double)ignore));
+  raf_attr f32 = {.name = "dtype", .kind = RAF_ATTR_DTYPE,
+                  .val.u.dt = loss->type->dtype};
+  raf_value *count = raf_emit1(&e, RAF_OP_SUM,
+                               raf_emit(&e, RAF_OP_CAST, 1, &kept, &f32, 1));
+  count = collective(S, &e, RAF_OP_ALL_REDUCE, count, "sum");
+  if (count)
+    raf_value_set_name(count, raf_func_fresh_name(S->grad, "labels.counted"));
+  raf_attr sum = raf_attr_str("reduction", "sum");
+  if ((S->st = e.status) != RAF_OK ||
+      raf_stmt_set_attr(S->m, ce, &sum) != RAF_OK) {
+    S->st = RAF_ERROR;
+    return;
+  }
+  raf_emitter_init(&e, S->grad, ce->next, ce->loc);
+  raf_value *local = raf_emit2(&e, RAF_OP_DIV, loss, count);
+  if ((S->st = e.status) != RAF_OK)
+    return;
+  raf_value_replace_uses(loss, local);
+  raf_use_set(&local->def->operands[0], loss); /* the div reads the sum */
+  /* The backward's cross_entropy_grad of the same logits and labels. */
+  for (raf_stmt *g = ce->next; g; g = g->next) {
+    if (g->op != RAF_OP_CROSS_ENTROPY_GRAD ||
+        g->operands[1].value != ce->operands[0].value ||
+        g->operands[2].value != labels)
+      continue;
+    raf_emitter_init(&e, S->grad, g, g->loc);
+    raf_value *dy = g->operands[0].value, *c = count;
+    if (dy->type->dtype != count->type->dtype) {
+      raf_attr dt = {.name = "dtype", .kind = RAF_ATTR_DTYPE,
+                     .val.u.dt = dy->type->dtype};
+      c = raf_emit(&e, RAF_OP_CAST, 1, &count, &dt, 1);
+    }
+    raf_value *scaled = raf_emit2(&e, RAF_OP_DIV, dy, c);
+    if ((S->st = e.status) != RAF_OK ||
+        raf_stmt_set_attr(S->m, g, &sum) != RAF_OK) {
+      S->st = RAF_ERROR;
+      return;
+    }
+    raf_use_set(&g->operands[0], scaled);
+  }
 }
 
 /* The loss of every rank's samples: the mean of the ranks' means, or the
@@ -775,8 +838,17 @@ static raf_status shard_step(shard *S) {
   raf_stmt *gret = raf_func_return(S->grad);
   raf_value *loss = gret->operands[0].value;
   int64_t split = loss->def ? loss->def->order : -1;
-  if (!(S->reduction = loss_reduction(S, loss)))
+  raf_stmt *made = NULL;
+  if (!(S->reduction = loss_reduction(S, loss, &made)))
     return S->st;
+  if (made->op == RAF_OP_CROSS_ENTROPY && strcmp(S->reduction, "mean") == 0) {
+    global_mean(S, made);
+    S->reduction = "sum";
+    if (S->st != RAF_OK)
+      return S->st;
+    raf_func_number(S->grad);
+    split = loss->def ? loss->def->order : -1;
+  }
   localize(S, S->grad);
   if (S->st == RAF_OK)
     reduce_loss(S);
