@@ -525,11 +525,10 @@ static void row_layer_norm(cg_emitter *e, const raf_stmt *s, cg_aux *a) {
   LLVMBuildStore(e->B, cg_fadd_reassoc(e, acc_load(e, acc, t), v), acc);
   cg_nest_close(e, &N);
   LLVMValueRef mean = LLVMBuildFDiv(e->B, acc_sum(e, acc, t), n, "");
-  LLVMValueRef mean_t = mean;
   LLVMValueRef sq = alloca_init(e, LLVMConstReal(t, 0));
   cg_nest_open(e, &N);
   LLVMValueRef d =
-      LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t), mean_t, "");
+      LLVMBuildFSub(e->B, acc_cast(e, cg_eval(e, x, id), t), mean, "");
   LLVMBuildStore(e->B,
                  cg_fadd_reassoc(e, acc_load(e, sq, t),
                                  LLVMBuildFMul(e->B, d, d, "")),

@@ -333,8 +333,8 @@ raf_status raf_cuda_argmax(const raf_kernel *k) {
 }
 
 /* layer_norm_grad in f32 (kernels.cu): the rows' dx and statistics, then
- * the columns' dgamma and dbeta, with 2 * rows doubles of statistics on
- * the device between them. */
+ * the columns' dgamma and dbeta, with 2 * rows floats of statistics (each
+ * row's mean and rstd) on the device between them. */
 raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
   const raf_type *xt = k->in[1]->type;
   int axis = norm_axis(raf_stmt_attr_int(k->stmt, "axis"), xt->rank);
@@ -350,7 +350,7 @@ raf_status raf_cuda_layer_norm_grad(const raf_kernel *k) {
   void *stats = NULL;
   /* The device's stream-ordered scratch, not an allocation freed after
    * the launches (cuMemFree waits for the whole device). */
-  if (raf_cuda_scratch(dev, sizeof(double) * 2 * (size_t)rows, &stats) !=
+  if (raf_cuda_scratch(dev, sizeof(float) * 2 * (size_t)rows, &stats) !=
       RAF_OK)
     return raf_kernel_fail(k, "out of %s memory for the rows' statistics",
                            raf_device_name(dev));
