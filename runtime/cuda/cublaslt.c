@@ -12,19 +12,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* cuBLASLt's major is the toolkit's, which the driver must be as new as:
- * the driver's major first (library.h). pip's CUDA 12 wheel
- * (nvidia-cublas-cu12) keeps it in nvidia/cublas/lib, CUDA 13's wheels in
- * nvidia/cu13/lib. */
-static const raf_cuda_library cublaslt_library = {
-    .stem = "libcublasLt.so",
-    .majors = {13, 12},
-    .follows_driver = true,
-    .pip = {"nvidia/cublas/lib", "nvidia/cu13/lib"},
-    .env = "RAF_CUBLASLT",
-    .what = "cuBLASLt",
-    .source = "the CUDA toolkit"};
-
 static const raf_cuda_symbol symbols[] = {
 #define LT_ENTRY(ret, name, params) {#name, offsetof(raf_cublaslt, name)},
 #include "runtime/cuda/cublaslt.def"
@@ -40,7 +27,7 @@ raf_status raf_cublaslt_load(raf_ctx *ctx, int driver_version,
     return RAF_ERROR;
   }
   lt->library = raf_cuda_library_load(
-      ctx, &cublaslt_library, driver_version, symbols,
+      ctx, &raf_cuda_cublaslt_library, driver_version, symbols,
       sizeof symbols / sizeof symbols[0], lt, lt->path, sizeof lt->path);
   if (!lt->library) {
     raf_cublaslt_unload(lt);

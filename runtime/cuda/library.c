@@ -17,6 +17,29 @@
 #define RAF_CUDA_LIBDIR ""
 #endif
 
+/* cuBLASLt's major is the toolkit's, which the driver must be as new as:
+ * the driver's major first. pip's CUDA 12 wheel (nvidia-cublas-cu12) keeps
+ * it in nvidia/cublas/lib, CUDA 13's wheels in nvidia/cu13/lib. */
+const raf_cuda_library raf_cuda_cublaslt_library = {
+    .stem = "libcublasLt.so",
+    .majors = {13, 12},
+    .follows_driver = true,
+    .pip = {"nvidia/cublas/lib", "nvidia/cu13/lib"},
+    .env = "RAF_CUBLASLT",
+    .what = "cuBLASLt",
+    .source = "the CUDA toolkit"};
+
+/* NCCL's major (2) is its own, not CUDA's. pip's wheels (nvidia-nccl-cu12
+ * and -cu13) both keep it in nvidia/nccl/lib. */
+const raf_cuda_library raf_cuda_nccl_library = {
+    .stem = "libnccl.so",
+    .majors = {2},
+    .follows_driver = false,
+    .pip = {"nvidia/nccl/lib"},
+    .env = "RAF_NCCL",
+    .what = "NCCL",
+    .source = "NCCL (libnccl2)"};
+
 static bool set(const char *s) { return s && s[0]; }
 
 /* ---- The plan ------------------------------------------------------------- */

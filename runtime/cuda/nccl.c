@@ -45,17 +45,6 @@
 
 /* ---- Loading -------------------------------------------------------------- */
 
-/* NCCL's major (2) is its own, not CUDA's. pip's wheels (nvidia-nccl-cu12
- * and -cu13) both keep it in nvidia/nccl/lib. */
-static const raf_cuda_library nccl_library = {
-    .stem = "libnccl.so",
-    .majors = {2},
-    .follows_driver = false,
-    .pip = {"nvidia/nccl/lib"},
-    .env = "RAF_NCCL",
-    .what = "NCCL",
-    .source = "NCCL (libnccl2)"};
-
 static const raf_cuda_symbol symbols[] = {
 #define NCCL_ENTRY(ret, name, params) {#name, offsetof(raf_nccl, name)},
 #include "runtime/cuda/nccl.def"
@@ -70,8 +59,8 @@ raf_status raf_nccl_load(raf_ctx *ctx, raf_nccl **out) {
     return RAF_ERROR;
   }
   nccl->library = raf_cuda_library_load(
-      ctx, &nccl_library, 0, symbols, sizeof symbols / sizeof symbols[0],
-      nccl, nccl->path, sizeof nccl->path);
+      ctx, &raf_cuda_nccl_library, 0, symbols,
+      sizeof symbols / sizeof symbols[0], nccl, nccl->path, sizeof nccl->path);
   bool ok = nccl->library != NULL;
   if (ok && nccl->ncclGetVersion(&nccl->version) != ncclSuccess)
     nccl->version = 0;

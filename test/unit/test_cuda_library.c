@@ -34,21 +34,10 @@ static int failures;
 #define T RAF_CUDA_TARGET
 #define M RAF_CUDA_MULTIARCH
 
-static const raf_cuda_library cublaslt = {
-    .stem = "libcublasLt.so",
-    .majors = {13, 12},
-    .follows_driver = true,
-    .pip = {"nvidia/cublas/lib", "nvidia/cu13/lib"},
-    .env = "RAF_CUBLASLT",
-    .what = "cuBLASLt",
-    .source = "the CUDA toolkit"};
-
-static const raf_cuda_library nccl = {.stem = "libnccl.so",
-                                      .majors = {2},
-                                      .pip = {"nvidia/nccl/lib"},
-                                      .env = "RAF_NCCL",
-                                      .what = "NCCL",
-                                      .source = "NCCL (libnccl2)"};
+/* The loaders' own descriptions (library.c). */
+static const raf_cuda_library *const cublaslt_lib =
+    &raf_cuda_cublaslt_library;
+static const raf_cuda_library *const nccl_lib = &raf_cuda_nccl_library;
 
 static raf_cuda_search plan;
 
@@ -81,7 +70,7 @@ static void check_plan(void) {
       .libdir = "/tk/lib",
       .driver_version = 12040,
   };
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   const char *names12[] = {"libcublasLt.so.12", "libcublasLt.so.13",
                            "libcublasLt.so"};
   CHECK(names_are(names12, 3));
@@ -123,22 +112,22 @@ static void check_plan(void) {
   /* The driver's major first; unknown: newest first; a major raf has not
    * heard of is still tried first. */
   env.driver_version = 13000;
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   const char *names13[] = {"libcublasLt.so.13", "libcublasLt.so.12",
                            "libcublasLt.so"};
   CHECK(names_are(names13, 3));
   env.driver_version = 0;
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   CHECK(names_are(names13, 3));
   env.driver_version = 14020;
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   const char *names14[] = {"libcublasLt.so.14", "libcublasLt.so.13",
                            "libcublasLt.so.12", "libcublasLt.so"};
   CHECK(names_are(names14, 4));
 
   /* NCCL's major is its own: the driver's changes nothing. */
   env.driver_version = 13000;
-  raf_cuda_search_plan(&nccl, &env, &plan);
+  raf_cuda_search_plan(nccl_lib, &env, &plan);
   const char *nccl_names[] = {"libnccl.so.2", "libnccl.so"};
   CHECK(names_are(nccl_names, 2));
   CHECK(plan.ndirs == 18 &&
@@ -146,17 +135,17 @@ static void check_plan(void) {
 
   /* The override alone, whatever else is set. */
   env.override = "/x/libcublasLt.so.12";
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   CHECK(strcmp(plan.override, "/x/libcublasLt.so.12") == 0);
   CHECK(plan.nnames == 0 && plan.ndirs == 0);
   env.override = ""; /* set but empty: as unset */
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   CHECK(!plan.override[0] && plan.nnames == 3 && plan.ndirs == 26);
 
   /* Nothing set: the installed places only. $CUDA_HOME naming the
    * standard toolkit, or a site given twice, keeps each folder once, at
    * its first place; empty entries of $RAF_PYTHON_SITE are skipped. */
-  raf_cuda_search_plan(&nccl, &(raf_cuda_search_env){0}, &plan);
+  raf_cuda_search_plan(nccl_lib, &(raf_cuda_search_env){0}, &plan);
   const char *bare[] = {
       "",
       "/usr/local/cuda/lib64",
@@ -170,7 +159,7 @@ static void check_plan(void) {
   };
   CHECK(dirs_are(bare, sizeof bare / sizeof bare[0]));
   raf_cuda_search_plan(
-      &nccl,
+      nccl_lib,
       &(raf_cuda_search_env){.cuda_home = "/usr/local/cuda",
                              .python_site =
                                  "::/usr/lib/python3/dist-packages:",
@@ -265,11 +254,11 @@ static void check_open(raf_ctx *ctx) {
   make_file(rel);
   raf_cuda_search_env env = {.virtual_env = at("venv"),
                              .driver_version = 12040};
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   only_tmp();
   CHECK(plan.ndirs == 2);
   path[0] = 0;
-  CHECK(raf_cuda_search_open(ctx, &cublaslt, &plan, path, sizeof path) ==
+  CHECK(raf_cuda_search_open(ctx, cublaslt_lib, &plan, path, sizeof path) ==
         NULL);
   CHECK(cannot_load(ctx, rel));
   CHECK(strcmp(path, at(rel)) == 0);
@@ -281,15 +270,15 @@ static void check_open(raf_ctx *ctx) {
   char sites[2 * RAF_CUDA_SEARCH_PATH];
   snprintf(sites, sizeof sites, "%s/a:%s/b", tmp, tmp);
   env = (raf_cuda_search_env){.python_site = sites, .driver_version = 12040};
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   only_tmp();
-  CHECK(raf_cuda_search_open(ctx, &cublaslt, &plan, path, sizeof path) ==
+  CHECK(raf_cuda_search_open(ctx, cublaslt_lib, &plan, path, sizeof path) ==
         NULL);
   CHECK(cannot_load(ctx, "b/nvidia/cublas/lib/libcublasLt.so.12"));
   env.driver_version = 13000;
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
   only_tmp();
-  CHECK(raf_cuda_search_open(ctx, &cublaslt, &plan, path, sizeof path) ==
+  CHECK(raf_cuda_search_open(ctx, cublaslt_lib, &plan, path, sizeof path) ==
         NULL);
   CHECK(cannot_load(ctx, "a/nvidia/cu13/lib/libcublasLt.so.13"));
 
@@ -317,8 +306,8 @@ static void check_open(raf_ctx *ctx) {
 
   /* The override: a file that is not there, and one that does not load. */
   env = (raf_cuda_search_env){.override = at("none/libcublasLt.so.12")};
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
-  CHECK(raf_cuda_search_open(ctx, &cublaslt, &plan, path, sizeof path) ==
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
+  CHECK(raf_cuda_search_open(ctx, cublaslt_lib, &plan, path, sizeof path) ==
         NULL);
   char want[1024];
   snprintf(want, sizeof want,
@@ -327,8 +316,8 @@ static void check_open(raf_ctx *ctx) {
            at("none/libcublasLt.so.12"));
   CHECK(strcmp(last_error(ctx), want) == 0);
   env.override = at("b/nvidia/cublas/lib/libcublasLt.so.12");
-  raf_cuda_search_plan(&cublaslt, &env, &plan);
-  CHECK(raf_cuda_search_open(ctx, &cublaslt, &plan, path, sizeof path) ==
+  raf_cuda_search_plan(cublaslt_lib, &env, &plan);
+  CHECK(raf_cuda_search_open(ctx, cublaslt_lib, &plan, path, sizeof path) ==
         NULL);
   CHECK(cannot_load(ctx, "b/nvidia/cublas/lib/libcublasLt.so.12"));
 
