@@ -439,8 +439,6 @@ static uint64_t mad_add(ptx_thread *t, const ptx_insn *in, uint64_t p,
   return s;
 }
 
-/* The effective address space of an instruction. */
-static int space_of(const ptx_insn *in) { return in->space; }
 
 int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
   ptx_frame *f = &t->frames[t->depth];
@@ -776,7 +774,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
     case PTX_OP_LD:
     case PTX_OP_LDU: {
       unsigned size = (unsigned)(bits / 8);
-      const unsigned char *p = ptx_address(cta, t, in, space_of(in),
+      const unsigned char *p = ptx_address(cta, t, in, in->space,
                                            S(0) + (uint64_t)in->offset,
                                            size * in->vec, false);
       if (!p) {
@@ -789,7 +787,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
     }
     case PTX_OP_ST: {
       unsigned size = (unsigned)(bits / 8);
-      unsigned char *p = ptx_address(cta, t, in, space_of(in),
+      unsigned char *p = ptx_address(cta, t, in, in->space,
                                      S(0) + (uint64_t)in->offset,
                                      size * in->vec, true);
       if (!p) {
@@ -804,7 +802,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
     case PTX_OP_RED: {
       unsigned size = (unsigned)(bits / 8);
       uint64_t a = S(0) + (uint64_t)in->offset;
-      int space = space_of(in);
+      int space = in->space;
       if (space == PTX_GENERIC && a >= PTX_SHARED_WINDOW &&
           a < PTX_SHARED_WINDOW + PTX_WINDOW_SIZE) {
         space = PTX_SHARED;
@@ -824,7 +822,7 @@ int ptx_thread_run(ptx_cta *cta, ptx_thread *t) {
           result = FAULT(PTX_MISALIGNED_ADDRESS, "misaligned atomic on shared memory");
           goto out;
         }
-        ptx_shared_atomic(cta, t, a, size);
+        ptx_shared_atomic(cta, a, size);
       } else {
         p = ptx_address(cta, t, in, space, a, size, true);
         if (!p) {

@@ -161,13 +161,9 @@ static void *shared(ptx_cta *cta, ptx_thread *t, const ptx_insn *in,
   return cta->shared + a;
 }
 
-void ptx_shared_atomic(ptx_cta *cta, ptx_thread *t, uint64_t a,
-                       unsigned size) {
-  (void)t;
-  for (unsigned i = 0; i < size; i++) {
-    ptx_shadow *s = &cta->shadow[a + i];
-    s->writer = PTX_ATOMIC;
-  }
+void ptx_shared_atomic(ptx_cta *cta, uint64_t a, unsigned size) {
+  for (unsigned i = 0; i < size; i++)
+    cta->shadow[a + i].writer = PTX_ATOMIC;
 }
 
 static void *local(ptx_cta *cta, ptx_thread *t, const ptx_insn *in,

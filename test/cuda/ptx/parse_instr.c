@@ -138,18 +138,21 @@ static bool modifier(ptx_insn *in, const char *w, int len) {
     in->space = (uint8_t)i;
     return true;
   }
+  /* A 0 flag is accepted and changes nothing computed here: .approx (the
+   * functions are libm's, within its bounds either way), .lo (mul's
+   * default), .abs (xorsign's), shf's .r and .wrap (the defaults). */
   static const struct {
     const char *w;
     uint32_t flag;
   } flags[] = {{"ftz", PTX_F_FTZ},       {"sat", PTX_F_SAT},
-               {"approx", PTX_F_APPROX}, {"NaN", PTX_F_NAN},
-               {"hi", PTX_F_HI},         {"lo", PTX_F_LO},
+               {"approx", 0},            {"NaN", PTX_F_NAN},
+               {"hi", PTX_F_HI},         {"lo", 0},
                {"wide", PTX_F_WIDE},     {"cc", PTX_F_CC},
                {"to", PTX_F_TO},         {"shiftamt", PTX_F_SHIFTAMT},
                {"l", PTX_F_LEFT},        {"r", 0},
                {"wrap", 0},              {"clamp", PTX_F_CLAMP},
                {"relu", PTX_F_RELU},     {"xorsign", PTX_F_XORSIGN},
-               {"abs", PTX_F_ABS}};
+               {"abs", 0}};
   for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
     if (eq(w, len, flags[k].w)) {
       in->flags |= flags[k].flag;

@@ -69,13 +69,12 @@ enum ptx_round { PTX_RN, PTX_RZ, PTX_RM, PTX_RP, PTX_RNA, PTX_RNONE };
 
 /* Modifier flags. */
 enum {
-  PTX_F_FTZ = 1 << 0, PTX_F_SAT = 1 << 1, PTX_F_APPROX = 1 << 2,
-  PTX_F_NAN = 1 << 3, PTX_F_HI = 1 << 4, PTX_F_WIDE = 1 << 5,
-  PTX_F_CC = 1 << 6, PTX_F_INTROUND = 1 << 7, PTX_F_TO = 1 << 8,
-  PTX_F_SHIFTAMT = 1 << 9, PTX_F_LEFT = 1 << 10, PTX_F_CLAMP = 1 << 11,
-  PTX_F_ARRIVE = 1 << 12, PTX_F_RELU = 1 << 13, PTX_F_NEG_C = 1 << 14,
-  PTX_F_XORSIGN = 1 << 15, PTX_F_ABS = 1 << 16, PTX_F_LO = 1 << 17,
-  PTX_F_RED = 1 << 18 /* bar.red: a barrier that reduces a predicate */
+  PTX_F_FTZ = 1 << 0, PTX_F_SAT = 1 << 1, PTX_F_NAN = 1 << 2,
+  PTX_F_HI = 1 << 3, PTX_F_WIDE = 1 << 4, PTX_F_CC = 1 << 5,
+  PTX_F_INTROUND = 1 << 6, PTX_F_TO = 1 << 7, PTX_F_SHIFTAMT = 1 << 8,
+  PTX_F_LEFT = 1 << 9, PTX_F_CLAMP = 1 << 10, PTX_F_ARRIVE = 1 << 11,
+  PTX_F_RELU = 1 << 12, PTX_F_NEG_C = 1 << 13, PTX_F_XORSIGN = 1 << 14,
+  PTX_F_RED = 1 << 15 /* bar.red: a barrier that reduces a predicate */
 };
 
 /* setp/set comparisons, and their boolean combination. */

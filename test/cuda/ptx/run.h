@@ -94,7 +94,6 @@ int ptx_fault(ptx_cta *cta, ptx_thread *t, const ptx_insn *in,
 void *ptx_address(ptx_cta *cta, ptx_thread *t, const ptx_insn *in,
                   int space, uint64_t a, unsigned size, bool write);
 /* Records an atomic access to shared memory at a (a space address). */
-void ptx_shared_atomic(ptx_cta *cta, ptx_thread *t, uint64_t a,
-                       unsigned size);
+void ptx_shared_atomic(ptx_cta *cta, uint64_t a, unsigned size);
 
 #endif
