@@ -3,8 +3,10 @@
  * rank 0..2 over two sizes R and C, in one float dtype per program (f32,
  * bf16 or f16, as the amp pass leaves activations), the program text
  * statement by statement, and the function around it. Each test has its
- * own statements and its own way of picking operands. Header-only (static
- * inline), as program.h. */
+ * own statements and its own way of picking operands. Optionally (carried,
+ * below) dropout, batch_norm and a moving average with the {state}
+ * arguments they read and the {updates} results they carry. Header-only
+ * (static inline), as program.h. */
 #ifndef RAF_TEST_RANDPROG_H
 #define RAF_TEST_RANDPROG_H
 
@@ -151,6 +153,134 @@ static inline void wrap_function(gen *g, const char *args,
   g->len = strlen(text);
   memcpy(g->buf, text, g->len + 1);
   free(text);
+}
+
+/* ---- State a program carries out of its function ---------------------------
+ *
+ * Optional (a test that never calls these generates what it did before):
+ * dropout, batch_norm and a moving average, each reading or updating a
+ * {state} argument, as a training step carries running statistics and a
+ * random key from call to call (LangRef's training conventions). The
+ * arguments are %key: i64[] (dropout's seed, advanced by one per call),
+ * %rm, %rv: [C] (batch_norm's running mean and variance) and %ema: [R,C]
+ * (a moving average of activations); a result {updates = ...} carries the
+ * new value of each one the program changed. */
+
+typedef struct carried {
+  int mean, var; /* the latest running statistics, -1 while the arguments */
+  int ema;       /* the latest moving average, -1 while the argument */
+  int dropouts;  /* dropouts emitted: the key is advanced when any is */
+  bool stats_updated; /* false: batch_norm's new statistics are not results */
+} carried;
+
+static inline void carried_init(carried *c) {
+  *c = (carried){.mean = -1, .var = -1, .ema = -1, .stats_updated = true};
+}
+
+/* "%rm" or "%v<k>": a state's latest value, for the program text. */
+static inline const char *state_name(int latest, const char *arg, char *buf,
+                                     size_t size) {
+  if (latest < 0)
+    snprintf(buf, size, "%%%s", arg);
+  else
+    snprintf(buf, size, "%%v%d", latest);
+  return buf;
+}
+
+/* %v<r> = dropout(a, %key) with a random p: appended, r returned. The mask
+ * is a function of the key and the element's index alone, so every
+ * transformation of the program must draw the same one. */
+static inline int carry_dropout(gen *g, carried *c, int a) {
+  static const double probs[] = {0.1, 0.25, 0.5, 0.75};
+  const val *va = &g->v[a];
+  int r = new_val(g, va->rank, va->d[0], va->d[1]);
+  emit(g, "  %%v%d = dropout(%%v%d, %%key) {p = %g}\n", r, a,
+       probs[rand_int(0, 3)]);
+  c->dropouts++;
+  return r;
+}
+
+/* %v<y>, %v<m>, %v<v> = batch_norm(a, %g, %bt, mean, var) in training mode
+ * over a float [R,C] (R >= 2: the unbiased batch variance divides by R - 1),
+ * the statistics the latest ones: appended, y returned (or a, when a does
+ * not fit). %g and %bt are the program's [C] arguments. */
+static inline int carry_batch_norm(gen *g, carried *c, int a) {
+  if (!is_rc(g, a) || g->R < 2)
+    return a;
+  char mean[32], var[32];
+  state_name(c->mean, "rm", mean, sizeof mean);
+  state_name(c->var, "rv", var, sizeof var);
+  int y = new_val(g, 2, g->R, g->C);
+  c->mean = new_val(g, 1, g->C, 0);
+  c->var = new_val(g, 1, g->C, 0);
+  emit(g,
+       "  %%v%d, %%v%d, %%v%d = batch_norm(%%v%d, %%g, %%bt, %s, %s) "
+       "{momentum = %g}\n",
+       y, c->mean, c->var, a, mean, var, (double)rand_int(1, 9) / 10);
+  return y;
+}
+
+/* The moving average of a float [R,C]: ema - (ema - a) / 4, the latest
+ * ema the operand: appended, the new average returned (or a, when a does
+ * not fit). */
+static inline int carry_ema(gen *g, carried *c, int a) {
+  if (!is_rc(g, a))
+    return a;
+  char ema[32];
+  state_name(c->ema, "ema", ema, sizeof ema);
+  int diff = new_val(g, 2, g->R, g->C);
+  emit(g, "  %%v%d = sub(%s, %%v%d)\n", diff, ema, a);
+  int quarter = new_val(g, 0, 0, 0);
+  emit(g, "  %%v%d = constant 0.25 : %s[]\n", quarter, fname(g));
+  int step = new_val(g, 2, g->R, g->C);
+  emit(g, "  %%v%d = mul(%%v%d, %%v%d)\n", step, diff, quarter);
+  int r = new_val(g, 2, g->R, g->C);
+  emit(g, "  %%v%d = sub(%s, %%v%d)\n", r, ema, step);
+  c->ema = r;
+  return r;
+}
+
+/* Appends the state's arguments to args ("%key: i64[] {state}, ..."),
+ * each after ", "; returns false when args is too small. */
+static inline bool carried_args(const gen *g, char *args, size_t size) {
+  const char *f = fname(g);
+  size_t n = strlen(args);
+  int k = snprintf(args + n, size - n,
+                   ", %%key: i64[] {state}, %%rm: %s[%lld] {state}, "
+                   "%%rv: %s[%lld] {state}, %%ema: %s[%lld,%lld] {state}",
+                   f, (long long)g->C, f, (long long)g->C, f,
+                   (long long)g->R, (long long)g->C);
+  return k > 0 && (size_t)k < size - n;
+}
+
+/* Emits the key's advance when a dropout read it, and appends to results
+ * and returns the {updates} results of the states the program changed
+ * (each text ending in ", ", for wrap_function's lead results). */
+static inline void carried_results(gen *g, const carried *c, char *results,
+                                   size_t rsize, char *returns,
+                                   size_t tsize) {
+  const char *f = fname(g);
+  size_t nr = strlen(results), nt = strlen(returns);
+  if (c->dropouts) {
+    emit(g, "  %%key.one = constant 1 : i64[]\n");
+    emit(g, "  %%key.next = add(%%key, %%key.one)\n");
+    nr += (size_t)snprintf(results + nr, rsize - nr,
+                           "i64[] {updates = %%key}, ");
+    nt += (size_t)snprintf(returns + nt, tsize - nt, "%%key.next, ");
+  }
+  if (c->mean >= 0 && c->stats_updated) {
+    nr += (size_t)snprintf(results + nr, rsize - nr,
+                           "%s[%lld] {updates = %%rm}, %s[%lld] "
+                           "{updates = %%rv}, ",
+                           f, (long long)g->C, f, (long long)g->C);
+    nt += (size_t)snprintf(returns + nt, tsize - nt, "%%v%d, %%v%d, ",
+                           c->mean, c->var);
+  }
+  if (c->ema >= 0) {
+    snprintf(results + nr, rsize - nr, "%s[%lld,%lld] {updates = %%ema}, ",
+             f, (long long)g->R, (long long)g->C);
+    snprintf(returns + nt, tsize - nt, "%%v%d, ", c->ema);
+  }
 }
 
 #endif

@@ -3,7 +3,9 @@
  * arguments %v0..%v3 and %w, params %v4.. that results update (an
  * optimizer-like step: some params read again after their update is made,
  * some not), statements over randprog.h's values, and the harness that
- * runs a step twice with raf-run's donation between the calls. Each test
+ * runs a step twice with raf-run's donation between the calls; a test may
+ * add statements that carry state (step_carried_statement, ending with
+ * step_finish_carried), which the others' streams never see. Each test
  * chooses its shapes and the order of its statements; the statements and
  * the function around them are these. Header-only (static inline), as
  * program.h. */
@@ -140,14 +142,16 @@ static inline int step_update(gen *g, int k) {
   return u;
 }
 
-/* Ends the step: results are the update upd[k] of each param ({updates}),
- * the last value and two values picked at random. */
-static inline void step_finish(gen *g, const int *upd) {
+/* step_finish, with the state c carries (may be NULL: none): its
+ * arguments (%g and %bt: [C] too, batch_norm's) after the params, and its
+ * {updates} results after the params' updates. */
+static inline void step_finish_carried(gen *g, const int *upd,
+                                       carried *c) {
   int res[4], nres = 0;
   res[nres++] = g->n - 1;
   for (int t = 0; t < 2 && g->n > 8; t++)
     res[nres++] = (int)rand_int(4, g->n - 1);
-  char args[512], results[256] = "", returns[64] = "";
+  char args[1024], results[512] = "", returns[256] = "";
   const char *f = fname(g);
   size_t na = (size_t)snprintf(
       args, sizeof args,
@@ -167,7 +171,39 @@ static inline void step_finish(gen *g, const int *upd) {
     nt += (size_t)snprintf(returns + nt, sizeof returns - nt, "%%v%d, ",
                            upd[k]);
   }
+  if (c) {
+    size_t n = strlen(args);
+    snprintf(args + n, sizeof args - n, ", %%g: %s[%lld], %%bt: %s[%lld]", f,
+             (long long)g->C, f, (long long)g->C);
+    carried_args(g, args, sizeof args);
+    carried_results(g, c, results, sizeof results, returns, sizeof returns);
+  }
   wrap_function(g, args, results, returns, res, nres);
+}
+
+/* One random statement that reads or carries state (randprog.h's
+ * carried): a dropout, a batch_norm or a moving average over step_pick's
+ * operand; none when the operand does not fit. A test that wants them
+ * calls this besides step_statement, whose stream it leaves alone. */
+static inline void step_carried_statement(gen *g, carried *c) {
+  int a = step_pick(g);
+  switch ((int)rand_int(0, 2)) {
+  case 0:
+    carry_dropout(g, c, a);
+    return;
+  case 1:
+    carry_batch_norm(g, c, a);
+    return;
+  default:
+    carry_ema(g, c, a);
+    return;
+  }
+}
+
+/* Ends the step: results are the update upd[k] of each param ({updates}),
+ * the last value and two values picked at random. */
+static inline void step_finish(gen *g, const int *upd) {
+  step_finish_carried(g, upd, NULL);
 }
 
 /* Dispatches text to cpu-ref, runs `passes` (may be NULL) and makes an

@@ -5,15 +5,24 @@
  * scalar constants, casts through another float dtype and back), in f32,
  * bf16 or f16 (half the programs f32), with params that results update
  * (an optimizer-like step: some params read again after their update is
- * made, some not) run through the executor unplanned and after a random
+ * made, some not), and state carried from step to step (randprog.h's
+ * carried: dropouts keyed by a {state} key the step advances, batch_norm
+ * in training mode updating its running statistics, chained from one
+ * batch_norm to the next, a moving average of activations), run through
+ * the executor unplanned and after a random
  * pipeline ending in plan-memory (with or without in place and donation,
  * after fuse or not).
  * Two steps are run, with the donation of raf-run between them. Then:
- *  - every result and every argument after the steps is bit-identical;
+ *  - every result and every argument after the steps is bit-identical
+ *    (the states included: the second step draws its dropout masks from
+ *    the key the first advanced, and normalises with the statistics it
+ *    left);
  *  - the planned module verifies (the plan checker agrees with the pass);
  *  - the executor's measured peak equals raf-opt --stats' planned peak;
- *  - the plans do run in place and donate (counted, so that the test fails
- *    if they stop).
+ *  - the plans do run in place and donate, and the programs do carry state
+ *    and drop out inside fused kernels (counted, so that the test fails if
+ *    they stop). (The llvm dialect compiles no dropout: a fused function
+ *    with one runs statement by statement on cpu-ref.)
  * Fixed seed: failures reproduce, and the failing program is printed. */
 #include "ir/ir.h"
 #include "runtime/exec.h"
@@ -24,19 +33,48 @@ static int failures;
 #include "test/unit/check.h"
 #include "test/unit/randstep.h"
 
-/* A random step (randstep.h): small shapes, 6 to 36 statements, the
- * params' updates anywhere among them (the param may be read after its
- * update). */
+/* A random step (randstep.h): small shapes, 6 to 36 statements, one in
+ * five followed by one that carries state, the params' updates anywhere
+ * among them (the param may be read after its update). */
 static void program_text(gen *g) {
+  carried c;
+  carried_init(&c);
   step_begin(g, 1, 5, 1, 7, 0, 3);
   int nstmt = (int)rand_int(6, 36), upd[3];
-  for (int i = 0; i < nstmt && g->n < MAXV - 8; i++) {
+  for (int i = 0; i < nstmt && g->n < MAXV - 12; i++) {
     step_statement(g);
+    if (rand_int(0, 4) == 0)
+      step_carried_statement(g, &c);
     for (int k = 0; k < g->nparams; k++)
       if (i == nstmt * (k + 1) / (g->nparams + 1))
         upd[k] = step_update(g, k);
   }
-  step_finish(g, upd);
+  step_finish_carried(g, upd, &c);
+}
+
+/* The statements of op in m's functions; with in_calls, only those in the
+ * functions called (fused kernels). */
+static int count_op(const raf_module *m, raf_opcode op, bool in_calls) {
+  int n = 0;
+  for (raf_func *f = m->first; f; f = f->next)
+    for (raf_stmt *s = f->first; s; s = s->next) {
+      n += s->op == op && !in_calls;
+      for (raf_stmt *t = s->op == RAF_OP_CALL && in_calls ? s->callee->first
+                                                           : NULL;
+           t; t = t->next)
+        n += t->op == op;
+    }
+  return n;
+}
+
+/* The {updates} results of f that carry a {state} argument. */
+static int count_state_updates(const raf_func *f) {
+  int n = 0;
+  for (int q = 0; q < f->nresults; q++) {
+    const raf_arg *a = raf_result_updates(f, q);
+    n += a && raf_arg_flag(a, "state");
+  }
+  return n;
 }
 
 static int count_attr(const raf_module *m, const char *name) {
@@ -77,7 +115,7 @@ int main(void) {
       "fuse{max-group-size=3},plan-memory",
       "fuse,dispatch{dialects=llvm,cpu-ref},plan-memory"};
   int programs = 1200, inplace = 0, donated = 0, compared = 0;
-  int compiled_inplace = 0;
+  int compiled_inplace = 0, states = 0, batch_norms = 0, fused_dropouts = 0;
   /* Compiled kernels with scalar libm compute cpu-ref's bits; their
    * cache is a directory of this run's own. */
   char cache[] = "/tmp/raf-test-plan-XXXXXX";
@@ -95,8 +133,11 @@ int main(void) {
     inplace += count_attr(b.m, "inplace");
     compiled_inplace += count_compiled_inplace(b.m);
     donated += count_attr(b.m, "donated");
+    batch_norms += count_op(b.m, RAF_OP_BATCH_NORM, false);
+    fused_dropouts += count_op(b.m, RAF_OP_DROPOUT, true);
     raf_func *fa = raf_module_find_func(a.m, "f");
     raf_func *fb = raf_module_find_func(b.m, "f");
+    states += count_state_updates(fb);
     raf_memory_stats st[64];
     size_t nf = raf_module_memory_stats(b.m, st, 64);
     raf_tensor **args = random_args(&a);
@@ -147,10 +188,15 @@ int main(void) {
   CHECK(inplace > programs);
   CHECK(donated > programs / 4);
   CHECK(compiled_inplace > programs / 40);
+  CHECK(states > programs);
+  CHECK(batch_norms > programs / 4);
+  CHECK(fused_dropouts > programs / 20);
   printf("test_plan_memory: %d programs, %d results compared, %d results "
-         "in place (%d of them by compiled kernels), %d donated, %d "
+         "in place (%d of them by compiled kernels), %d donated, %d states "
+         "carried, %d batch_norms, %d dropouts in fused kernels, %d "
          "failures\n",
-         programs, compared, inplace, compiled_inplace, donated, failures);
+         programs, compared, inplace, compiled_inplace, donated, states,
+         batch_norms, fused_dropouts, failures);
   kernel_cache_remove(cache);
   free(g.buf);
   return failures != 0;
