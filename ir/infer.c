@@ -816,8 +816,9 @@ raf_status infer_dropout(raf_infer *in) {
   double p = attr_float(in, "p");
   if (admit(in, 0))
     return RAF_ERROR;
-  if (key->dtype != RAF_I64 || key->rank != 0)
-    return operand_fail(in, 1, "key must be i64[]");
+  if (key->dtype != RAF_I64 ||
+      !(key->rank == 0 || (key->rank == 1 && key->dims[0] == 2)))
+    return operand_fail(in, 1, "key must be i64[] or i64[2]");
   if (!(p >= 0 && p < 1)) /* also rejects NaN */
     return attr_fail(in, "p", false, "p must be in [0, 1), got %g", p);
   in->results[0] = OPND(0);

@@ -117,6 +117,27 @@ raf_value *raf_emit_scalar(raf_emitter *e, raf_dtype dt, double v) {
   return t ? raf_emit_splat(e, t, v) : fail(e);
 }
 
+raf_value *raf_emit_ints(raf_emitter *e, const int64_t *v, int64_t n) {
+  if (e->status != RAF_OK)
+    return NULL;
+  raf_type *t = raf_type_get(e->m, RAF_I64, 1, &n);
+  raf_const *c = RAF_NEW(&e->m->arena, raf_const);
+  void *data = c ? raf_arena_alloc(&e->m->arena, sizeof *v * (size_t)n + 1)
+                 : NULL;
+  raf_stmt *s = t && data ? raf_stmt_create(e->m, RAF_OP_CONSTANT, 0, NULL, 1,
+                                            &t, e->loc)
+                          : NULL;
+  if (!s)
+    return fail(e);
+  memcpy(data, v, sizeof *v * (size_t)n);
+  c->count = n;
+  c->splat = false;
+  c->data = data;
+  s->cdata = c;
+  raf_stmt_insert_before(e->f, s, e->before);
+  return s->results[0];
+}
+
 raf_status raf_emit_call(raf_emitter *e, raf_func *callee,
                          raf_value *const *args, raf_value **results) {
   raf_stmt *s = build(e, RAF_OP_CALL, callee->nargs, args, NULL, 0,

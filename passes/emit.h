@@ -41,6 +41,8 @@ raf_value *raf_emit2(raf_emitter *e, raf_opcode op, raf_value *a,
 raf_value *raf_emit_scalar(raf_emitter *e, raf_dtype dt, double v);
 /* `constant v : t` as a splat of t's shape. */
 raf_value *raf_emit_splat(raf_emitter *e, raf_type *t, double v);
+/* `constant [v...] : i64[n]`, a dense vector. */
+raf_value *raf_emit_ints(raf_emitter *e, const int64_t *v, int64_t n);
 /* `call @callee(args)`; its callee->nresults results go to results. */
 raf_status raf_emit_call(raf_emitter *e, raf_func *callee, raf_value *const *args,
                          raf_value **results);

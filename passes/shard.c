@@ -6,16 +6,20 @@
  * function @F_grad into the program each of N ranks runs (SPMD):
  *
  *   - The data arguments (neither param nor state) become local: the
- *     batch, axis 0, divided by N. @F_grad's statements are retyped for it
+ *     batch, axis 0, divided by N (a scalar, such as dropout's key, is
+ *     every rank's). @F_grad's statements are retyped for it
  *     (a reshape's or broadcast's shape, a slice's end along axis 0); the
  *     batch must stay the leading axis of everything computed from the
  *     data, which is checked statement by statement.
  *   - The loss @F_grad returns is all-reduced, so every rank holds, and
  *     raf-run logs, the global loss: the mean of the ranks' losses for a
  *     mean over the batch, their sum for a sum (loss_reduction: a loss
- *     that is neither is refused). The gradients are reduced the same way.
+ *     that is neither is refused). The gradients are summed: autodiff made
+ *     a mean's from the global count, so each rank's is its share.
  *     cross_entropy's mean, over the labels each rank counts, becomes the
  *     ranks' sums over the all-reduced count, summed (global_mean).
+ *   - A dropout of the batch draws, on each rank, the mask one process
+ *     draws for the rank's rows (rank_masks).
  *   - zero=0: gradients are all-reduced inside @F_grad, in buckets
  *     of about bucket bytes, each just after its last gradient is made.
  *   - zero=1: the step reduce-scatters the gradients after @F_grad
@@ -66,6 +70,7 @@ typedef struct shard {
   raf_ptrmap batched;    /* values of @F_grad (or the step) that carry the batch */
   raf_ptrmap part;       /* in the step: full value -> its part */
   const char *reduction; /* the loss's over the batch: "mean" or "sum" */
+  const char *grad_reduction; /* the gradients' over the ranks */
   raf_status st;
 } shard;
 
@@ -191,9 +196,7 @@ static int bucket_len(const shard *S, raf_value *const *vals, int n) {
 }
 
 /* Reduces the n gradients g[] as one bucket at e: all_reduce into full
- * gradients (zero=0), or reduce_scatter into parts, by the loss's own
- * reduction (the gradient of a mean of the ranks' means is the mean of
- * their gradients; of a sum, the sum). */
+ * gradients (zero=0), or reduce_scatter into parts, by grad_reduction. */
 static void reduce_bucket(shard *S, raf_emitter *e, raf_value **g, int n,
                           bool scatter, raf_value **out) {
   raf_value **m = calloc((size_t)n, sizeof *m);
@@ -206,7 +209,7 @@ static void reduce_bucket(shard *S, raf_emitter *e, raf_value **g, int n,
                    : reshape(e, g[i], mat_type(S, g[i]->type->dtype, 1,
                                                numel(g[i]->type)));
   bucket_op(S, e, scatter ? RAF_OP_REDUCE_SCATTER : RAF_OP_ALL_REDUCE,
-            S->reduction, m, n, out);
+            S->grad_reduction, m, n, out);
   for (int i = 0; i < n; i++)
     out[i] = reshape(e, out[i],
                      scatter ? vec_type(S, g[i]->type->dtype,
@@ -293,6 +296,74 @@ static void rescale_stmt(shard *S, raf_stmt *s) {
   }
 }
 
+/* A dropout of batched x draws its mask from the element's index in x,
+ * which the local batch would restart at 0 on every rank: its key becomes
+ * (seed, first), where first, the index of the rank's first element in
+ * one process's x, is this rank's row of a table of every rank's. Each
+ * rank then draws the mask one process draws for its rows, the gradient's
+ * dropout (which reads the same key) too. */
+static void rank_masks(shard *S, raf_stmt *s) {
+  raf_value *key = s->operands[1].value;
+  int64_t local = numel(s->operands[0].value->type), one = 1, two = 2;
+  int64_t *first = calloc((size_t)S->world * 2, sizeof *first);
+  if (!first) {
+    S->st = RAF_ERROR;
+    return;
+  }
+  raf_emitter e;
+  raf_emitter_init(&e, s->func, s, s->loc);
+  raf_value *mine;
+  if (key->type->rank == 0) { /* concat(seed, first) */
+    for (int64_t r = 0; r < S->world; r++)
+      first[r] = r * local;
+    mine = collective(S, &e, RAF_OP_ALL_SLICE,
+                      raf_emit_ints(&e, first, S->world), NULL);
+    raf_value *pair[2] = {reshape(&e, key, vec_type(S, RAF_I64, one)), mine};
+    raf_attr axis = raf_attr_int("axis", 0);
+    key = raf_emit(&e, RAF_OP_CONCAT, 2, pair, &axis, 1);
+  } else { /* (seed, first0) + (0, first) */
+    for (int64_t r = 0; r < S->world; r++)
+      first[2 * r + 1] = r * local;
+    mine = collective(S, &e, RAF_OP_ALL_SLICE,
+                      reshape(&e, raf_emit_ints(&e, first, 2 * S->world),
+                              mat_type(S, RAF_I64, S->world, two)),
+                      NULL);
+    key = raf_emit2(&e, RAF_OP_ADD, key,
+                    reshape(&e, mine, vec_type(S, RAF_I64, two)));
+  }
+  free(first);
+  if ((S->st = e.status) == RAF_OK)
+    raf_use_set(&s->operands[1], key);
+}
+
+/* A mean's gradient, made by autodiff, spreads a scalar over the global
+ * batch's shape with broadcast_to of constants; where s reads one beside
+ * a batched value of the local batch's rows, it takes the local shape
+ * (every row of a broadcast scalar is the same, so this is its local
+ * part). */
+static void localize_splats(shard *S, raf_stmt *s) {
+  int64_t rows = -1;
+  for (int i = 0; i < s->noperands; i++) {
+    raf_value *v = s->operands[i].value;
+    if (raf_ptrmap_get(&S->batched, v) && v->type->rank > 0)
+      rows = v->type->dims[0];
+  }
+  for (int i = 0; i < s->noperands && rows > 0; i++) {
+    raf_value *v = s->operands[i].value;
+    raf_stmt *d = v->def;
+    if (raf_ptrmap_get(&S->batched, v) || !d || d->op != RAF_OP_BROADCAST_TO ||
+        d->operands[0].value->type->rank != 0 || v->type->rank == 0 ||
+        v->type->dims[0] != rows * S->world)
+      continue;
+    rescale_ints(S, d, "shape", 0, -1);
+    int64_t dims[RAF_MAX_RANK];
+    memcpy(dims, v->type->dims, sizeof *dims * (size_t)v->type->rank);
+    dims[0] = rows;
+    v->type = raf_type_get(S->m, v->type->dtype, v->type->rank, dims);
+    raf_ptrmap_put(&S->batched, v, v);
+  }
+}
+
 /* Retypes f for the local batch: its data arguments, then every statement
  * that reads a batched value, checking that the batch stays on axis 0. */
 static void localize(shard *S, raf_func *f) {
@@ -301,10 +372,8 @@ static void localize(shard *S, raf_func *f) {
     if (!is_data(&f->args[i]))
       continue;
     const raf_type *t = v->type;
-    if (t->rank == 0) {
-      fail(S, v->loc, "data argument %%%s has no batch axis", v->name);
+    if (t->rank == 0) /* no batch: the same on every rank (dropout's key) */
       continue;
-    }
     if (t->dims[0] % S->world) {
       fail(S, v->loc, "the batch of %%%s, %lld, is not divisible by "
            "world = %lld", v->name, (long long)t->dims[0],
@@ -329,7 +398,11 @@ static void localize(shard *S, raf_func *f) {
            "shard only @%s", s->callee->name, S->grad->name);
       return;
     }
+    localize_splats(S, s);
     rescale_stmt(S, s);
+    if (s->op == RAF_OP_DROPOUT && S->world > 1 &&
+        raf_ptrmap_get(&S->batched, s->operands[0].value))
+      rank_masks(S, s);
     raf_type *t[64];
     if (S->st != RAF_OK || s->nresults > 64 ||
         raf_infer_stmt(S->m, s, t, s->nresults) != RAF_OK) {
@@ -337,9 +410,7 @@ static void localize(shard *S, raf_func *f) {
         raf_diag_report(S->ctx, s->loc, RAF_SEV_NOTE,
                         "shard: the local batch made this statement "
                         "inconsistent: every value of batch size must be "
-                        "computed from the data (a mean over the batch has "
-                        "a gradient made from constants; cross_entropy and "
-                        "other row losses shard)");
+                        "computed from the data");
       S->st = RAF_ERROR;
       return;
     }
@@ -841,6 +912,13 @@ static raf_status shard_step(shard *S) {
   raf_stmt *made = NULL;
   if (!(S->reduction = loss_reduction(S, loss, &made)))
     return S->st;
+  /* A mean's gradient is made by autodiff from constants, 1 / the
+   * global batch's count (grad_mean, grad_mse_loss): each rank's gradient
+   * is its share of the global one already, and the ranks' sum is one
+   * process's gradient, while the loss, a mean over the local batch, is
+   * their mean. cross_entropy_grad counts its own labels instead, the
+   * local ones: global_mean makes its result a share too. */
+  S->grad_reduction = "sum";
   if (made->op == RAF_OP_CROSS_ENTROPY && strcmp(S->reduction, "mean") == 0) {
     global_mean(S, made);
     S->reduction = "sum";

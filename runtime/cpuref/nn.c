@@ -4,9 +4,12 @@
  * dropout(x, key) {p}: y = x * (1 / (1 - p)) where element i is kept, else
  * 0. The mask is a pure function of (key, i), so autodiff regenerates it
  * (the gradient is dropout(dy, key) with the same p): element i (C order)
- * is kept by raf_dropout_keeps (runtime/philox.h: one Philox 4x32-10 block
- * on dropout's stream; kept iff its uniform is at least p), which the cuda
- * dialect's kernel shares. The scale 1 / (1 - p) is computed in double and
+ * is kept by raf_dropout_keeps at index first + i, where a key i64[2] is
+ * (seed, first) and an i64[] is the seed with first 0 (the shard pass
+ * gives each rank the first index of its rows, so that it draws what one
+ * process draws for them). The draw (runtime/philox.h: one Philox 4x32-10
+ * block on dropout's stream; kept iff its uniform is at least p) is the
+ * cuda dialect's kernel's too. The scale 1 / (1 - p) is computed in double and
  * rounded to the working type. p = 0 is the identity (a copy).
  *
  * conv2d(x, w) {stride, padding, dilation, groups}: x [N, C, H, W],
@@ -80,7 +83,7 @@ typedef struct dropout_job {
   raf_tensor *y;
   raf_dtype work;
   double p, scale;
-  uint64_t key;
+  uint64_t key, first; /* the seed, and the index of element 0 */
 } dropout_job;
 
 #define DROPOUT_APPLY(T)                                                       \
@@ -99,7 +102,7 @@ static void dropout_range(void *data, int64_t begin, int64_t end) {
   for (int64_t b = begin; b < end; b += CHUNK) {
     int64_t n = min64(CHUNK, end - b);
     for (int64_t e = 0; e < n; e++)
-      keep[e] = raf_dropout_keeps((uint64_t)(b + e), j->key, j->p);
+      keep[e] = raf_dropout_keeps(j->first + (uint64_t)(b + e), j->key, j->p);
     raf_elem_convert(j->work, buf, dt, (const char *)j->x->data + b * size, n);
     if (j->work == RAF_F64)
       DROPOUT_APPLY(double);
@@ -115,13 +118,17 @@ raf_status raf_cpuref_dropout(const raf_kernel *k) {
     memcpy(k->out[0]->data, k->in[0]->data, k->out[0]->nbytes);
     return RAF_OK;
   }
-  uint64_t key = (uint64_t)raf_elem_get_i64(RAF_I64, k->in[1]->data, 0);
+  const raf_tensor *key = k->in[1];
   dropout_job j = {.x = k->in[0],
                    .y = k->out[0],
                    .work = raf_cpuref_work_dtype(k->in[0]->type->dtype),
                    .p = p,
                    .scale = 1.0 / (1.0 - p),
-                   .key = key};
+                   .key = (uint64_t)raf_elem_get_i64(RAF_I64, key->data, 0),
+                   .first = key->type->numel > 1
+                                ? (uint64_t)raf_elem_get_i64(RAF_I64,
+                                                             key->data, 1)
+                                : 0};
   raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK * 4, dropout_range,
                       &j);
   return RAF_OK;

@@ -197,7 +197,8 @@ static __device__ __forceinline__ float raf_dropout_threshold(double p) {
   return (double)t < p ? nextafterf(t, __int_as_float(0x7f800000)) : t;
 }
 
-/* y = x * scale where raf_dropout_keeps(i, *key, p), else 0, for x, y [n]:
+/* y = x * scale where raf_dropout_keeps(first + i, key[0], p), else 0, for
+ * x, y [n], where first is key[1] for a key of two elements (nkey), else 0:
  * cpu-ref's mask (the same inline Philox), and its arithmetic (the
  * product in float, rounded once to the element type). The key is read
  * from the device, where the executor keeps it. raf_dropout_keeps
@@ -206,12 +207,12 @@ static __device__ __forceinline__ float raf_dropout_threshold(double p) {
  * float compare (no f64 instruction per element), with the same mask. */
 #define RAF_DROPOUT_KERNEL(NAME, T, LOAD, STORE)                               \
   extern "C" __global__ void __launch_bounds__(RAF_CUDA_BLOCK) NAME(T *y, const T *x, const int64_t *key,       \
-                                  int64_t n, double p, float scale) {          \
-    uint64_t k = (uint64_t)*key;                                               \
+                                  int64_t nkey, int64_t n, double p, float scale) { \
+    uint64_t k = (uint64_t)key[0], first = nkey > 1 ? (uint64_t)key[1] : 0;   \
     const double pt = (double)raf_dropout_threshold(p);                        \
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;  \
          i += (int64_t)gridDim.x * blockDim.x)                                 \
-      y[i] = STORE(raf_dropout_keeps((uint64_t)i, k, pt) ? LOAD(x[i]) * scale  \
+      y[i] = STORE(raf_dropout_keeps(first + (uint64_t)i, k, pt) ? LOAD(x[i]) * scale  \
                                                         : 0.0f);               \
   }
 #define RAF_SAME(v) (v)

@@ -381,7 +381,8 @@ raf_status raf_cuda_dropout(const raf_kernel *k) {
   snprintf(name, sizeof name, "raf_dropout_%s",
            raf_dtype_name(k->in[0]->type->dtype));
   void *y = k->out[0]->data, *x = k->in[0]->data, *key = k->in[1]->data;
+  int64_t nkey = k->in[1]->type->numel;
   float scale = (float)(1.0 / (1.0 - p));
-  void *params[] = {&y, &x, &key, &n, &p, &scale};
+  void *params[] = {&y, &x, &key, &nkey, &n, &p, &scale};
   return launch(k, name, cover(n), params);
 }
