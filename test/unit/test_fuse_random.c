@@ -5,12 +5,19 @@
  * layer_norm, cross_entropy, reshape, transpose, slice, scalar constants,
  * and matmul and split as ops that stay outside groups and so make cycles
  * possible), in f32, bf16 or f16 (half the programs f32) with casts
- * through the other two and back, run through the executor as written and
- * after the fuse pass
- * (with a random max-group-size); every result must be bit-identical, the
- * fused module must verify, and the fused functions must be called (the
- * test counts them, so that it fails if fusion stops happening). Fixed
- * seed: failures reproduce, and the failing program is printed.
+ * through the other two and back, and with state (randprog.h's carried:
+ * dropouts keyed by a {state} key, which fuse puts into groups, so a mask
+ * must not depend on the kernel it is drawn in; batch_norm in training
+ * mode, which stays out, its new running statistics {updates} results; a
+ * moving average, elementwise over a {state} argument), run through the
+ * executor as written and after the fuse pass (with a random
+ * max-group-size; one program in eight with the fused functions compiled
+ * by the llvm dialect); every result, state updates included, must be
+ * bit-identical, the fused module must verify, and the fused functions
+ * must be called (the test counts them, and the dropouts fused, the
+ * batch_norms and the states compared, so that it fails if fusion stops
+ * happening or the generator stops making them). Fixed seed: failures
+ * reproduce, and the failing program is printed.
  *
  * Programs are up to 80 statements long and operands are mostly recent
  * values, so that chains are long and groups interleave: a cycle in the
@@ -18,8 +25,8 @@
  * another group, reached through a statement that joins neither (a
  * matmul, a split, a group that is full or of another shape). Programs
  * of at most 40 statements with uniformly picked operands made that rare
- * (the first at program 2775 of this seed, after the 1500 run, so a fuse
- * pass bounding its acyclicity walks by statement positions passed);
+ * (the first at program 2775 of the seed then, after the 1500 run, so a
+ * fuse pass bounding its acyclicity walks by statement positions passed);
  * now about one program in a hundred has such a shape. */
 #include "ir/ir.h"
 #include "runtime/exec.h"
@@ -41,15 +48,16 @@ static int pick(gen *g, bool want_float) {
   return 0; /* %v0 is a float argument */
 }
 
-/* One random statement (or a few), appended to the program. */
-static void statement(gen *g) {
+/* One random statement (or a few), appended to the program; c, the state
+ * the program carries (randprog.h). */
+static void statement(gen *g, carried *c) {
   static const char *unary[] = {"neg", "abs", "tanh", "sigmoid", "relu",
                                 "exp", "erf", "cos"};
   static const char *binary[] = {"add", "sub", "mul", "maximum", "minimum"};
   static const char *reduce[] = {"sum", "max", "mean", "min"};
   int a = pick(g, true);
   const val *va = &g->v[a];
-  int kind = (int)rand_int(0, 16);
+  int kind = (int)rand_int(0, 19);
   int r;
   switch (kind) {
   case 0: case 1: case 2: { /* unary */
@@ -152,6 +160,15 @@ static void statement(gen *g) {
   case 14: /* through another float dtype and back */
     cast_round_trip(g, a);
     return;
+  case 17: /* a member of groups: the mask must not depend on the group */
+    carry_dropout(g, c, a);
+    return;
+  case 18: /* stays out of every group; its statistics are state */
+    carry_batch_norm(g, c, a);
+    return;
+  case 19: /* elementwise over a {state} argument and an update of it */
+    carry_ema(g, c, a);
+    return;
   case 13: { /* split in two along an axis: stays out of every group */
     if (va->rank == 0)
       return;
@@ -180,6 +197,8 @@ static void statement(gen *g) {
 /* A random program, as text in g->buf: the statements are generated
  * first, then the signature (which names the results) goes before them. */
 static void program_text(gen *g) {
+  carried c;
+  carried_init(&c);
   g->len = 0;
   g->n = 0;
   choose_dtype(g);
@@ -190,8 +209,8 @@ static void program_text(gen *g) {
   new_val(g, 2, g->R, 1);
   new_val(g, 0, 0, 0);
   int nstmt = (int)rand_int(6, 80);
-  for (int i = 0; i < nstmt && g->n < MAXV - 4; i++)
-    statement(g);
+  for (int i = 0; i < nstmt && g->n < MAXV - 6; i++)
+    statement(g, &c);
   /* Results: the last value and up to three others. */
   int res[4], nres = 0;
   res[nres++] = g->n - 1;
@@ -203,7 +222,7 @@ static void program_text(gen *g) {
     if (!dup)
       res[nres++] = k;
   }
-  char args[256];
+  char args[512], results[256] = "", returns[128] = "";
   const char *f = fname(g);
   snprintf(args, sizeof args,
            "%%v0: %s[%lld,%lld], %%v1: %s[%lld], %%v2: %s[%lld,1], "
@@ -211,16 +230,37 @@ static void program_text(gen *g) {
            f, (long long)g->R, (long long)g->C, f, (long long)g->C, f,
            (long long)g->R, f, f, (long long)g->C, (long long)g->C, f,
            (long long)g->C, f, (long long)g->C);
-  wrap_function(g, args, "", "", res, nres);
+  carried_args(g, args, sizeof args);
+  carried_results(g, &c, results, sizeof results, returns, sizeof returns);
+  wrap_function(g, args, results, returns, res, nres);
 }
 
-/* Runs `passes` (may be NULL) over text, dispatches it to cpu-ref and
+/* Runs `passes` (may be NULL) over text, dispatches it to `dialects` and
  * makes an executor. */
-static bool open_with(program *p, const char *text, const char *passes) {
+static bool open_with(program *p, const char *text, const char *passes,
+                      const char *dialects) {
   char pipeline[256];
-  snprintf(pipeline, sizeof pipeline, "%s%sdispatch{dialects=cpu-ref}",
-           passes ? passes : "", passes ? "," : "");
+  snprintf(pipeline, sizeof pipeline, "%s%sdispatch{dialects=%s}",
+           passes ? passes : "", passes ? "," : "", dialects);
   return program_open_pipeline(p, text, pipeline, 1);
+}
+
+/* The statements of op in the functions f calls (its fused kernels). */
+static int count_fused_op(const raf_func *f, raf_opcode op) {
+  int n = 0;
+  for (const raf_stmt *s = f->first; s; s = s->next)
+    for (const raf_stmt *t = s->op == RAF_OP_CALL ? s->callee->first : NULL;
+         t; t = t->next)
+      n += t->op == op;
+  return n;
+}
+
+/* The statements of op in f. */
+static int count_op(const raf_func *f, raf_opcode op) {
+  int n = 0;
+  for (const raf_stmt *s = f->first; s; s = s->next)
+    n += s->op == op;
+  return n;
 }
 
 static int count_fused_calls(const raf_func *f) {
@@ -232,22 +272,36 @@ static int count_fused_calls(const raf_func *f) {
 
 int main(void) {
   gen g = {.buf = malloc(1 << 16), .cap = 1 << 16};
-  int programs = 1500, fused = 0, compared = 0;
+  int programs = 1500, fused = 0, compared = 0, compiled = 0;
+  int fused_dropouts = 0, batch_norms = 0, states = 0;
   static const char *sizes[] = {"2", "3", "5", "1024"};
+  /* One program in eight has its fused functions compiled by the llvm
+   * dialect, whose kernels with scalar libm compute cpu-ref's bits; their
+   * cache is a directory of this run's own. */
+  char cache[] = "/tmp/raf-test-fuse-XXXXXX";
+  CHECK(kernel_cache_open(cache));
+  setenv("RAF_JIT_MATH", "exact", 1);
   for (int it = 0; it < programs && failures == 0; it++) {
     program_text(&g);
     char passes[64];
     snprintf(passes, sizeof passes, "fuse{max-group-size=%s}",
              sizes[rand_int(0, 3)]);
+    const char *dialects = rand_int(0, 7) ? "cpu-ref" : "llvm,cpu-ref";
     program a, b;
-    bool ok = open_with(&a, g.buf, NULL);
-    ok = open_with(&b, g.buf, passes) && ok;
+    bool ok = open_with(&a, g.buf, NULL, "cpu-ref");
+    ok = open_with(&b, g.buf, passes, dialects) && ok;
     CHECK(ok);
     if (ok) {
       raf_func *fa = raf_module_find_func(a.m, "f");
       raf_func *fb = raf_module_find_func(b.m, "f");
       CHECK(fb == b.m->last); /* fused functions go before it */
       fused += count_fused_calls(fb);
+      fused_dropouts += count_fused_op(fb, RAF_OP_DROPOUT);
+      batch_norms += count_op(fb, RAF_OP_BATCH_NORM);
+      for (const raf_stmt *s = fb->first; s; s = s->next) {
+        const char *d = raf_stmt_attr_str(s, "dialect");
+        compiled += s->op == RAF_OP_CALL && d && strcmp(d, "llvm") == 0;
+      }
       raf_tensor **args = random_args(&a); /* a's first function is @f */
       raf_tensor **args_b = calloc((size_t)fb->nargs, sizeof *args_b);
       for (int i = 0; i < fb->nargs; i++) {
@@ -268,11 +322,13 @@ int main(void) {
                     memcmp(ra[i]->data, rb[i]->data, ra[i]->nbytes) == 0;
         CHECK(same);
         if (!same) {
-          fprintf(stderr, "result %d differs (%s), program:\n%s", i, passes,
-                  g.buf);
+          fprintf(stderr, "result %d differs (%s, %s), program:\n%s", i,
+                  passes, dialects, g.buf);
           raf_print_module(b.m, stderr, 0);
         }
         compared++;
+        const raf_arg *u = raf_result_updates(fb, i);
+        states += u && raf_arg_flag(u, "state");
       }
       for (int i = 0; i < fa->nresults; i++) {
         if (ra[i])
@@ -290,9 +346,16 @@ int main(void) {
   }
   /* The programs must exercise fusion, or the property says nothing. */
   CHECK(fused > programs);
-  printf("test_fuse_random: %d programs, %d results compared, %d fused "
-         "calls, %d failures\n",
-         programs, compared, fused, failures);
+  CHECK(compiled > programs / 4); /* calls: several per program */
+  CHECK(fused_dropouts > programs / 8);
+  CHECK(batch_norms > programs / 8);
+  CHECK(states > programs / 2);
+  printf("test_fuse_random: %d programs, %d results compared (%d of them "
+         "states), %d fused calls (%d compiled), %d dropouts fused, %d "
+         "batch_norms, %d failures\n",
+         programs, compared, states, fused, compiled, fused_dropouts,
+         batch_norms, failures);
+  kernel_cache_remove(cache);
   free(g.buf);
   return failures != 0;
 }
