@@ -1,7 +1,8 @@
 /* shard.c: data-parallel training with ZeRO, the shard pass
  * (docs/Distributed.md; RAF's partition_gradient, Rajbhandari et al. 2020).
  *
- * Options world=N, zero=0|1|2|3, bucket=SIZE (default 25M). The pass
+ * Options world=N, zero=0|1|2|3, bucket=SIZE (default 25M),
+ * batch_norm=sync|local. The pass
  * rewrites every training step @F_train_step that calls its gradient
  * function @F_grad into the program each of N ranks runs (SPMD):
  *
@@ -19,7 +20,9 @@
  *     cross_entropy's mean, over the labels each rank counts, becomes the
  *     ranks' sums over the all-reduced count, summed (global_mean).
  *   - A dropout of the batch draws, on each rank, the mask one process
- *     draws for the rank's rows (rank_masks).
+ *     draws for the rank's rows; batch_norm's statistics are all-reduced
+ *     (batch_norm=sync, the default) or each rank's own with the running
+ *     ones averaged (batch_norm=local); passes/shard_batch.c.
  *   - zero=0: gradients are all-reduced inside @F_grad, in buckets
  *     of about bucket bytes, each just after its last gradient is made.
  *   - zero=1: the step reduce-scatters the gradients after @F_grad
@@ -49,10 +52,8 @@
  * dispatch, fuse, remat and plan-memory (passes/passes.def). Marks the
  * functions it rewrote with `world = N`.
  */
+#include "passes/shard_internal.h"
 #include "passes/amp.h"
-#include "passes/emit.h"
-#include "passes/pass.h"
-#include "passes/ptrmap.h"
 #include "ir/memplan.h"
 
 #include <stdarg.h>
@@ -60,23 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct shard {
-  raf_ctx *ctx;
-  raf_module *m;
-  int64_t world, bucket;
-  int zero;
-  raf_func *step, *grad;
-  raf_stmt *call;        /* the step's call of @F_grad */
-  raf_ptrmap batched;    /* values of @F_grad (or the step) that carry the batch */
-  raf_ptrmap part;       /* in the step: full value -> its part */
-  const char *reduction; /* the loss's over the batch: "mean" or "sum" */
-  const char *grad_reduction; /* the gradients' over the ranks */
-  raf_status st;
-} shard;
-
-static raf_status fail(shard *S, raf_loc loc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static raf_status fail(shard *S, raf_loc loc, const char *fmt, ...) {
+raf_status shard_fail(shard *S, raf_loc loc, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -87,36 +72,31 @@ static raf_status fail(shard *S, raf_loc loc, const char *fmt, ...) {
   return RAF_ERROR;
 }
 
-static int64_t numel(const raf_type *t) {
+int64_t shard_numel(const raf_type *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++)
     n *= t->dims[i];
   return n;
 }
 
-/* Elements in one rank's part of a tensor of type t. */
-static int64_t part_len(const shard *S, const raf_type *t) {
-  return (numel(t) + S->world - 1) / S->world;
-}
-
-static raf_type *vec_type(shard *S, raf_dtype dt, int64_t n) {
+raf_type *shard_vec_type(shard *S, raf_dtype dt, int64_t n) {
   return raf_type_get(S->m, dt, 1, &n);
 }
 
-static raf_type *mat_type(shard *S, raf_dtype dt, int64_t rows, int64_t cols) {
+raf_type *shard_mat_type(shard *S, raf_dtype dt, int64_t rows, int64_t cols) {
   int64_t d[2] = {rows, cols};
   return raf_type_get(S->m, dt, 2, d);
 }
 
-static raf_value *reshape(raf_emitter *e, raf_value *v, const raf_type *to) {
+raf_value *shard_reshape(raf_emitter *e, raf_value *v, const raf_type *to) {
   if (!v || v->type == to)
     return v;
   raf_attr a = raf_attr_ints(e->m, "shape", to->dims, to->rank);
   return raf_emit(e, RAF_OP_RESHAPE, 1, &v, &a, 1);
 }
 
-static raf_value *collective(shard *S, raf_emitter *e, raf_opcode op,
-                             raf_value *v, const char *reduction) {
+raf_value *shard_collective(shard *S, raf_emitter *e, raf_opcode op,
+                            raf_value *v, const char *reduction) {
   raf_attr a[3] = {raf_attr_int("axis", 0),
                    raf_attr_int("world_size", S->world)};
   int n = 2;
@@ -125,38 +105,43 @@ static raf_value *collective(shard *S, raf_emitter *e, raf_opcode op,
   return raf_emit(e, op, 1, &v, a, n);
 }
 
+/* Elements in one rank's part of a tensor of type t. */
+static int64_t part_len(const shard *S, const raf_type *t) {
+  return (shard_numel(t) + S->world - 1) / S->world;
+}
+
 /* ---- Parts and buckets --------------------------------------------------- */
 
 /* v (any shape) as the [N, part] matrix whose row r is rank r's part. */
 static raf_value *as_rows(shard *S, raf_emitter *e, raf_value *v) {
-  int64_t n = numel(v->type), c = part_len(S, v->type);
+  int64_t n = shard_numel(v->type), c = part_len(S, v->type);
   if (c * S->world == n)
-    return reshape(e, v, mat_type(S, v->type->dtype, S->world, c));
-  raf_value *flat = reshape(e, v, vec_type(S, v->type->dtype, n));
+    return shard_reshape(e, v, shard_mat_type(S, v->type->dtype, S->world, c));
+  raf_value *flat = shard_reshape(e, v, shard_vec_type(S, v->type->dtype, n));
   {
-    raf_value *pad[2] = {flat, raf_emit_splat(e, vec_type(S, v->type->dtype,
+    raf_value *pad[2] = {flat, raf_emit_splat(e, shard_vec_type(S, v->type->dtype,
                                                           c * S->world - n),
                                               0.0)};
     raf_attr axis = raf_attr_int("axis", 0);
     flat = raf_emit(e, RAF_OP_CONCAT, 2, pad, &axis, 1);
   }
-  return reshape(e, flat, mat_type(S, v->type->dtype, S->world, c));
+  return shard_reshape(e, flat, shard_mat_type(S, v->type->dtype, S->world, c));
 }
 
 /* The full tensor of type full from its [N, part] matrix. */
 static raf_value *from_rows(shard *S, raf_emitter *e, raf_value *rows,
                             raf_type *full) {
-  int64_t n = numel(full), c = part_len(S, full);
+  int64_t n = shard_numel(full), c = part_len(S, full);
   if (c * S->world == n)
-    return reshape(e, rows, full);
-  raf_value *flat = reshape(e, rows, vec_type(S, full->dtype, c * S->world));
+    return shard_reshape(e, rows, full);
+  raf_value *flat = shard_reshape(e, rows, shard_vec_type(S, full->dtype, c * S->world));
   {
     int64_t b = 0;
     raf_attr a[2] = {raf_attr_ints(e->m, "begin", &b, 1),
                      raf_attr_ints(e->m, "end", &n, 1)};
     flat = raf_emit(e, RAF_OP_SLICE, 1, &flat, a, 2);
   }
-  return reshape(e, flat, full);
+  return shard_reshape(e, flat, full);
 }
 
 /* Concatenates the [N, c_i] or [1, c_i] matrices along axis 1, runs the
@@ -168,7 +153,7 @@ static void bucket_op(shard *S, raf_emitter *e, raf_opcode op,
   raf_attr axis1 = raf_attr_int("axis", 1);
   if (n > 1)
     all = raf_emit(e, RAF_OP_CONCAT, n, in, &axis1, 1);
-  all = collective(S, e, op, all, reduction);
+  all = shard_collective(S, e, op, all, reduction);
   if (n == 1 || !all) {
     out[0] = all;
     return;
@@ -206,13 +191,13 @@ static void reduce_bucket(shard *S, raf_emitter *e, raf_value **g, int n,
   }
   for (int i = 0; i < n; i++)
     m[i] = scatter ? as_rows(S, e, g[i])
-                   : reshape(e, g[i], mat_type(S, g[i]->type->dtype, 1,
-                                               numel(g[i]->type)));
+                   : shard_reshape(e, g[i], shard_mat_type(S, g[i]->type->dtype, 1,
+                                               shard_numel(g[i]->type)));
   bucket_op(S, e, scatter ? RAF_OP_REDUCE_SCATTER : RAF_OP_ALL_REDUCE,
             S->grad_reduction, m, n, out);
   for (int i = 0; i < n; i++)
-    out[i] = reshape(e, out[i],
-                     scatter ? vec_type(S, g[i]->type->dtype,
+    out[i] = shard_reshape(e, out[i],
+                     scatter ? shard_vec_type(S, g[i]->type->dtype,
                                         part_len(S, g[i]->type))
                              : g[i]->type);
   free(m);
@@ -228,7 +213,7 @@ static void gather_bucket(shard *S, raf_emitter *e, raf_value **p,
     return;
   }
   for (int i = 0; i < n; i++)
-    m[i] = reshape(e, p[i], mat_type(S, p[i]->type->dtype, 1,
+    m[i] = shard_reshape(e, p[i], shard_mat_type(S, p[i]->type->dtype, 1,
                                      p[i]->type->dims[0]));
   bucket_op(S, e, RAF_OP_ALL_GATHER, NULL, m, n, out);
   for (int i = 0; i < n; i++)
@@ -255,9 +240,7 @@ static bool is_data(const raf_arg *a) {
   return !raf_arg_flag(a, "param") && !raf_arg_flag(a, "state");
 }
 
-/* A copy of s's ints attribute name with element k divided by N (or set to
- * to when to >= 0). */
-static void rescale_ints(shard *S, raf_stmt *s, const char *name, int k,
+void shard_rescale_ints(shard *S, raf_stmt *s, const char *name, int k,
                          int64_t to) {
   const raf_attr *a = raf_attrs_find(&s->attrs, name);
   if (!a || a->kind != RAF_ATTR_INTS || a->val.u.ints.n <= k)
@@ -266,7 +249,7 @@ static void rescale_ints(shard *S, raf_stmt *s, const char *name, int k,
   int n = a->val.u.ints.n < RAF_MAX_RANK ? a->val.u.ints.n : RAF_MAX_RANK;
   memcpy(v, a->val.u.ints.v, sizeof *v * (size_t)n);
   if (to < 0 && v[k] % S->world) {
-    fail(S, a->loc, "%s[%d] = %lld of %s is not divisible by world = %lld",
+    shard_fail(S, a->loc, "%s[%d] = %lld of %s is not divisible by world = %lld",
          name, k, (long long)v[k], raf_op_table[s->op].name,
          (long long)S->world);
     return;
@@ -278,8 +261,11 @@ static void rescale_ints(shard *S, raf_stmt *s, const char *name, int k,
 /* The local batch's version of a statement with a batched operand: its
  * shapes along axis 0 divided by N. */
 static void rescale_stmt(shard *S, raf_stmt *s) {
-  if (raf_attrs_find(&s->attrs, "shape"))
-    rescale_ints(S, s, "shape", 0, -1);
+  /* A shape is the batched value's, except the gradients of a table and
+   * of a convolution's weight, which are a param's. */
+  if (raf_attrs_find(&s->attrs, "shape") && s->op != RAF_OP_TAKE_GRAD &&
+      s->op != RAF_OP_CONV2D_GRAD_WEIGHT)
+    shard_rescale_ints(S, s, "shape", 0, -1);
   if (s->op == RAF_OP_SLICE || s->op == RAF_OP_SLICE_GRAD) {
     const raf_attr *b = raf_attrs_find(&s->attrs, "begin");
     const raf_attr *e = raf_attrs_find(&s->attrs, "end");
@@ -289,78 +275,10 @@ static void rescale_stmt(shard *S, raf_stmt *s) {
                         : raf_attrs_find(&s->attrs, "shape")->val.u.ints.v[0];
     if (b && e && b->val.u.ints.n && b->val.u.ints.v[0] == 0 &&
         e->val.u.ints.v[0] >= local * S->world)
-      rescale_ints(S, s, "end", 0, local);
+      shard_rescale_ints(S, s, "end", 0, local);
     else if (b && b->val.u.ints.n)
-      fail(S, s->loc, "%s cuts the batch axis; only whole batches shard",
+      shard_fail(S, s->loc, "%s cuts the batch axis; only whole batches shard",
            raf_op_table[s->op].name);
-  }
-}
-
-/* A dropout of batched x draws its mask from the element's index in x,
- * which the local batch would restart at 0 on every rank: its key becomes
- * (seed, first), where first, the index of the rank's first element in
- * one process's x, is this rank's row of a table of every rank's. Each
- * rank then draws the mask one process draws for its rows, the gradient's
- * dropout (which reads the same key) too. */
-static void rank_masks(shard *S, raf_stmt *s) {
-  raf_value *key = s->operands[1].value;
-  int64_t local = numel(s->operands[0].value->type), one = 1, two = 2;
-  int64_t *first = calloc((size_t)S->world * 2, sizeof *first);
-  if (!first) {
-    S->st = RAF_ERROR;
-    return;
-  }
-  raf_emitter e;
-  raf_emitter_init(&e, s->func, s, s->loc);
-  raf_value *mine;
-  if (key->type->rank == 0) { /* concat(seed, first) */
-    for (int64_t r = 0; r < S->world; r++)
-      first[r] = r * local;
-    mine = collective(S, &e, RAF_OP_ALL_SLICE,
-                      raf_emit_ints(&e, first, S->world), NULL);
-    raf_value *pair[2] = {reshape(&e, key, vec_type(S, RAF_I64, one)), mine};
-    raf_attr axis = raf_attr_int("axis", 0);
-    key = raf_emit(&e, RAF_OP_CONCAT, 2, pair, &axis, 1);
-  } else { /* (seed, first0) + (0, first) */
-    for (int64_t r = 0; r < S->world; r++)
-      first[2 * r + 1] = r * local;
-    mine = collective(S, &e, RAF_OP_ALL_SLICE,
-                      reshape(&e, raf_emit_ints(&e, first, 2 * S->world),
-                              mat_type(S, RAF_I64, S->world, two)),
-                      NULL);
-    key = raf_emit2(&e, RAF_OP_ADD, key,
-                    reshape(&e, mine, vec_type(S, RAF_I64, two)));
-  }
-  free(first);
-  if ((S->st = e.status) == RAF_OK)
-    raf_use_set(&s->operands[1], key);
-}
-
-/* A mean's gradient, made by autodiff, spreads a scalar over the global
- * batch's shape with broadcast_to of constants; where s reads one beside
- * a batched value of the local batch's rows, it takes the local shape
- * (every row of a broadcast scalar is the same, so this is its local
- * part). */
-static void localize_splats(shard *S, raf_stmt *s) {
-  int64_t rows = -1;
-  for (int i = 0; i < s->noperands; i++) {
-    raf_value *v = s->operands[i].value;
-    if (raf_ptrmap_get(&S->batched, v) && v->type->rank > 0)
-      rows = v->type->dims[0];
-  }
-  for (int i = 0; i < s->noperands && rows > 0; i++) {
-    raf_value *v = s->operands[i].value;
-    raf_stmt *d = v->def;
-    if (raf_ptrmap_get(&S->batched, v) || !d || d->op != RAF_OP_BROADCAST_TO ||
-        d->operands[0].value->type->rank != 0 || v->type->rank == 0 ||
-        v->type->dims[0] != rows * S->world)
-      continue;
-    rescale_ints(S, d, "shape", 0, -1);
-    int64_t dims[RAF_MAX_RANK];
-    memcpy(dims, v->type->dims, sizeof *dims * (size_t)v->type->rank);
-    dims[0] = rows;
-    v->type = raf_type_get(S->m, v->type->dtype, v->type->rank, dims);
-    raf_ptrmap_put(&S->batched, v, v);
   }
 }
 
@@ -375,7 +293,7 @@ static void localize(shard *S, raf_func *f) {
     if (t->rank == 0) /* no batch: the same on every rank (dropout's key) */
       continue;
     if (t->dims[0] % S->world) {
-      fail(S, v->loc, "the batch of %%%s, %lld, is not divisible by "
+      shard_fail(S, v->loc, "the batch of %%%s, %lld, is not divisible by "
            "world = %lld", v->name, (long long)t->dims[0],
            (long long)S->world);
       continue;
@@ -394,15 +312,15 @@ static void localize(shard *S, raf_func *f) {
     if (!any || s == S->call) /* the call is retyped from its callee */
       continue;
     if (s->op == RAF_OP_CALL) {
-      fail(S, s->loc, "@%s is called with batch data; run inline first, or "
+      shard_fail(S, s->loc, "@%s is called with batch data; run inline first, or "
            "shard only @%s", s->callee->name, S->grad->name);
       return;
     }
-    localize_splats(S, s);
+    shard_localize_splats(S, s);
     rescale_stmt(S, s);
     if (s->op == RAF_OP_DROPOUT && S->world > 1 &&
         raf_ptrmap_get(&S->batched, s->operands[0].value))
-      rank_masks(S, s);
+      shard_rank_masks(S, s);
     raf_type *t[64];
     if (S->st != RAF_OK || s->nresults > 64 ||
         raf_infer_stmt(S->m, s, t, s->nresults) != RAF_OK) {
@@ -426,7 +344,7 @@ static void localize(shard *S, raf_func *f) {
         char a[64], b[64];
         raf_type_str(o, a, sizeof a);
         raf_type_str(t[r], b, sizeof b);
-        fail(S, s->loc, "the batch is not the leading axis of %%%s (%s, "
+        shard_fail(S, s->loc, "the batch is not the leading axis of %%%s (%s, "
              "which the local batch makes %s)", s->results[r]->name, a, b);
         return;
       }
@@ -452,7 +370,7 @@ static void set_world(shard *S, raf_func *f) {
 static void make_part_arg(shard *S, raf_func *f, raf_value *v) {
   raf_attr a = raf_attr_ints(S->m, "sharded", v->type->dims, v->type->rank);
   raf_attrs_set(S->m, &f->args[v->index].attrs, &a, v->loc);
-  v->type = vec_type(S, v->type->dtype, part_len(S, v->type));
+  v->type = shard_vec_type(S, v->type->dtype, part_len(S, v->type));
 }
 
 /* ---- The gradient function ------------------------------------------------ */
@@ -462,7 +380,7 @@ static void make_part_arg(shard *S, raf_func *f, raf_value *v) {
 static void reduce_in_grad(shard *S) {
   raf_func *f = S->grad;
   raf_stmt *ret = raf_func_return(f);
-  int n = ret->noperands - 1;
+  int n = raf_func_nparams(f); /* the gradients; the states follow */
   raf_value **g = calloc((size_t)n + 1, sizeof *g);
   raf_value **out = calloc((size_t)n + 1, sizeof *out);
   if (!g || !out) {
@@ -480,7 +398,7 @@ static void reduce_in_grad(shard *S) {
     if ((S->st = e.status) != RAF_OK)
       break;
     for (int j = i; j < i + k; j++)
-      for (int q = 1; q < ret->noperands; q++)
+      for (int q = 1; q <= n; q++)
         if (ret->operands[q].value == g[j])
           raf_use_set(&ret->operands[q], out[j]);
   }
@@ -500,7 +418,7 @@ static const char *loss_reduction(shard *S, raf_value *loss,
   while (s && s->op == RAF_OP_CAST && s->operands[0].value->def)
     s = s->operands[0].value->def;
   if (!s) {
-    fail(S, S->grad->loc, "the loss @%s returns is not computed from the "
+    shard_fail(S, S->grad->loc, "the loss @%s returns is not computed from the "
          "batch", S->grad->name);
     return NULL;
   }
@@ -518,7 +436,7 @@ static const char *loss_reduction(shard *S, raf_value *loss,
   }
   *made = s;
   if (!r)
-    fail(S, s->loc, "cannot tell how the loss (%s) reduces over the batch, "
+    shard_fail(S, s->loc, "cannot tell how the loss (%s) reduces over the batch, "
          "so not how the ranks' losses and gradients combine: it must be "
          "cross_entropy or mse_loss with reduction \"mean\" or \"sum\", "
          "or a mean or a sum", raf_op_table[s->op].name);
@@ -546,7 +464,7 @@ static void global_mean(shard *S, raf_stmt *ce) {
                   .val.u.dt = loss->type->dtype};
   raf_value *count = raf_emit1(&e, RAF_OP_SUM,
                                raf_emit(&e, RAF_OP_CAST, 1, &kept, &f32, 1));
-  count = collective(S, &e, RAF_OP_ALL_REDUCE, count, "sum");
+  count = shard_collective(S, &e, RAF_OP_ALL_REDUCE, count, "sum");
   if (count)
     raf_value_set_name(count, raf_func_fresh_name(S->grad, "labels.counted"));
   raf_attr sum = raf_attr_str("reduction", "sum");
@@ -590,7 +508,7 @@ static void reduce_loss(shard *S) {
   raf_stmt *ret = raf_func_return(S->grad);
   raf_emitter e;
   raf_emitter_init(&e, S->grad, ret, ret->loc);
-  raf_value *l = collective(S, &e, RAF_OP_ALL_REDUCE,
+  raf_value *l = shard_collective(S, &e, RAF_OP_ALL_REDUCE,
                             ret->operands[0].value, S->reduction);
   if ((S->st = e.status) == RAF_OK)
     raf_use_set(&ret->operands[0], l);
@@ -722,7 +640,7 @@ static stmt_list update_stmts(shard *S) {
  * not read it. */
 static bool shardable_state(shard *S, raf_value *v) {
   if (v->def || v->func != S->step ||
-      !raf_arg_flag(&S->step->args[v->index], "state") || numel(v->type) <= 1)
+      !raf_arg_flag(&S->step->args[v->index], "state") || shard_numel(v->type) <= 1)
     return false;
   for (raf_use *u = v->uses; u; u = u->next)
     if (u->user == S->call)
@@ -744,7 +662,7 @@ static void update_over_parts(shard *S, raf_stmt *s) {
   raf_fusion_class fc = raf_op_table[s->op].fusion;
   if (s->op == RAF_OP_CALL ||
       (fc != RAF_FUSE_ELEMWISE && fc != RAF_FUSE_BROADCAST)) {
-    fail(S, s->loc, "%s reads a parameter's update, which must be "
+    shard_fail(S, s->loc, "%s reads a parameter's update, which must be "
          "elementwise in each parameter to shard it (zero >= 1)",
          raf_op_table[s->op].name);
     return;
@@ -757,8 +675,8 @@ static void update_over_parts(shard *S, raf_stmt *s) {
     }
     if ((p = raf_ptrmap_get(&S->part, v))) {
       raf_use_set(&s->operands[i], p);
-    } else if (numel(v->type) > 1) {
-      fail(S, s->loc, "%s mixes a parameter's update with %%%s, which is "
+    } else if (shard_numel(v->type) > 1) {
+      shard_fail(S, s->loc, "%s mixes a parameter's update with %%%s, which is "
            "not elementwise in it", raf_op_table[s->op].name, v->name);
       return;
     }
@@ -777,8 +695,8 @@ static void update_over_parts(shard *S, raf_stmt *s) {
 /* zero=1, 2: this rank's part of the full param p, made after the call. */
 static raf_value *part_of(shard *S, raf_emitter *e, raf_value *p) {
   raf_value *rows = as_rows(S, e, p);
-  raf_value *mine = collective(S, e, RAF_OP_ALL_SLICE, rows, NULL);
-  return reshape(e, mine, vec_type(S, p->type->dtype, part_len(S, p->type)));
+  raf_value *mine = shard_collective(S, e, RAF_OP_ALL_SLICE, rows, NULL);
+  return shard_reshape(e, mine, shard_vec_type(S, p->type->dtype, part_len(S, p->type)));
 }
 
 /* zero >= 1: the update runs over parts. */
@@ -788,7 +706,7 @@ static void shard_update(shard *S) {
   raf_emitter e;
   raf_emitter_init(&e, f, S->call->next, S->call->loc);
   /* The gradients' parts: reduce-scattered here (zero=1) or by @F_grad. */
-  int ng = S->call->nresults - 1;
+  int ng = raf_func_nparams(S->grad); /* the gradients; the states follow */
   raf_value **g = calloc((size_t)ng + 1, sizeof *g);
   raf_value **out = calloc((size_t)ng + 1, sizeof *out);
   if (!g || !out)
@@ -839,7 +757,7 @@ static void shard_return(shard *S) {
       continue;
     if (!a || raf_attrs_find(&f->args[a->index].attrs, "sharded")) {
       if (!a)
-        fail(S, ret->loc, "result %d of @%s is a parameter's part, which "
+        shard_fail(S, ret->loc, "result %d of @%s is a parameter's part, which "
              "updates no sharded argument", q, f->name);
       continue;
     }
@@ -892,20 +810,15 @@ static raf_stmt *grad_call(raf_func *step) {
 static raf_status shard_step(shard *S) {
   const raf_attr *w = raf_attrs_find(&S->step->attrs, "world");
   if (w)
-    return fail(S, S->step->loc, "@%s is sharded already (world = %lld)",
+    return shard_fail(S, S->step->loc, "@%s is sharded already (world = %lld)",
                 S->step->name, (long long)w->val.u.i);
   raf_func_number(S->grad);
   raf_func_number(S->step);
   for (int i = 0; i < S->grad->nargs; i++)
     if (strcmp(S->grad->args[i].value->name, "loss_scale") == 0 && S->zero)
-      return fail(S, S->grad->loc, "@%s is loss-scaled (amp dtype=f16), "
+      return shard_fail(S, S->grad->loc, "@%s is loss-scaled (amp dtype=f16), "
                   "whose skipped steps zero >= 1 cannot agree on; use "
                   "zero=0 or bf16", S->grad->name);
-  if (S->grad->nresults > 1 + raf_func_nparams(S->grad))
-    return fail(S, S->grad->loc, "@%s updates state in its forward "
-                "(batch_norm's running statistics), which each rank would "
-                "compute from its own part of the batch; shard does not "
-                "synchronise them yet", S->grad->name);
   raf_stmt *gret = raf_func_return(S->grad);
   raf_value *loss = gret->operands[0].value;
   int64_t split = loss->def ? loss->def->order : -1;
@@ -929,7 +842,12 @@ static raf_status shard_step(shard *S) {
   }
   localize(S, S->grad);
   if (S->st == RAF_OK)
-    reduce_loss(S);
+    shard_batch_norms(S);
+  if (S->st != RAF_OK)
+    return S->st;
+  raf_func_number(S->grad);
+  split = loss->def ? loss->def->order : -1;
+  reduce_loss(S);
   if (S->st == RAF_OK && S->zero == 3)
     gather_params(S, split);
   if (S->st == RAF_OK && S->zero != 1)
@@ -963,7 +881,9 @@ static raf_status shard_step(shard *S) {
 raf_status raf_pass_shard(raf_module *m, const raf_pass_args *args) {
   shard S = {.ctx = args->ctx, .m = m,
              .world = raf_pass_opt_int(args, "world"),
-             .zero = (int)raf_pass_opt_int(args, "zero")};
+             .zero = (int)raf_pass_opt_int(args, "zero"),
+             .sync_batch_norm =
+                 strcmp(raf_pass_opt_str(args, "batch_norm"), "sync") == 0};
   raf_loc noloc = {0};
   const char *bucket = raf_pass_opt_str(args, "bucket");
   if (S.world < 1 || S.world > 65536) {
