@@ -170,11 +170,13 @@ typedef struct carried {
   int mean, var; /* the latest running statistics, -1 while the arguments */
   int ema;       /* the latest moving average, -1 while the argument */
   int dropouts;  /* dropouts emitted: the key is advanced when any is */
-  bool stats_updated; /* false: batch_norm's new statistics are not results */
+  bool read_only; /* the states are read, never updated: no {updates}
+                     results, no key advance (shard refuses a forward
+                     that updates state) */
 } carried;
 
 static inline void carried_init(carried *c) {
-  *c = (carried){.mean = -1, .var = -1, .ema = -1, .stats_updated = true};
+  *c = (carried){.mean = -1, .var = -1, .ema = -1};
 }
 
 /* "%rm" or "%v<k>": a state's latest value, for the program text. */
@@ -261,6 +263,8 @@ static inline void carried_results(gen *g, const carried *c, char *results,
                                    size_t tsize) {
   const char *f = fname(g);
   size_t nr = strlen(results), nt = strlen(returns);
+  if (c->read_only)
+    return;
   if (c->dropouts) {
     emit(g, "  %%key.one = constant 1 : i64[]\n");
     emit(g, "  %%key.next = add(%%key, %%key.one)\n");
@@ -268,7 +272,7 @@ static inline void carried_results(gen *g, const carried *c, char *results,
                            "i64[] {updates = %%key}, ");
     nt += (size_t)snprintf(returns + nt, tsize - nt, "%%key.next, ");
   }
-  if (c->mean >= 0 && c->stats_updated) {
+  if (c->mean >= 0) {
     nr += (size_t)snprintf(results + nr, rsize - nr,
                            "%s[%lld] {updates = %%rm}, %s[%lld] "
                            "{updates = %%rv}, ",
