@@ -703,8 +703,16 @@ static raf_status grad_mse_loss(RULE_ARGS) {
 /* ---- Collectives --------------------------------------------------------- */
 
 /* Every rank's result is every rank's sum: the gradient is the sum of
- * every rank's dy (mean: their mean). */
+ * every rank's dy (mean: their mean). min and max have none. */
 static raf_status grad_all_reduce(RULE_ARGS) {
+  const char *op = raf_stmt_attr_str(s, "op");
+  if (strcmp(op, "min") == 0 || strcmp(op, "max") == 0) {
+    raf_diag_report(ad->ctx, s->loc, RAF_SEV_ERROR,
+                    "autodiff: all_reduce with op = \"%s\" has no gradient "
+                    "(a flag or a bound over the ranks, not a value to "
+                    "train through)", op);
+    return RAF_ERROR;
+  }
   raf_attr a[2];
   int n = 0;
   pass_attr(s, "op", a, &n);

@@ -22,7 +22,7 @@
  *   - A dropout of the batch draws, on each rank, the mask one process
  *     draws for the rank's rows; batch_norm's statistics are all-reduced
  *     (batch_norm=sync, the default) or each rank's own with the running
- *     ones averaged (batch_norm=local); passes/shard_batch.c.
+ *     ones averaged (batch_norm=local); passes/shard_across.c.
  *   - zero=0: gradients are all-reduced inside @F_grad, in buckets
  *     of about bucket bytes, each just after its last gradient is made.
  *   - zero=1: the step reduce-scatters the gradients after @F_grad
@@ -44,9 +44,11 @@
  * all_gather along axis 0 serves the whole bucket.
  *
  * The update must be elementwise in each parameter, its gradient and its
- * states (sgd, momentum, adam, adamw); a statement that mixes a part with
- * anything else (clip_norm's global norm) is a located error, as is f16
- * loss scaling with zero >= 1 (its skip decision would differ per rank).
+ * states (sgd, momentum, adam, adamw), except for whole reductions to a
+ * scalar (sum, min, max), which reduce the part and all-reduce the result
+ * (clip_norm's squared norm, f16 loss scaling's "all finite" flag:
+ * shard_reduce_part); any other statement that mixes a part with anything
+ * else is a located error.
  *
  * Requires: a verified module, after optimizer and before inline,
  * dispatch, fuse, remat and plan-memory (passes/passes.def). Marks the
@@ -366,8 +368,14 @@ static void set_world(shard *S, raf_func *f) {
   raf_attrs_set(S->m, &f->attrs, &a, f->loc);
 }
 
+const raf_type *shard_whole_type(shard *S, raf_value *v) {
+  const raf_type *t = raf_ptrmap_get(&S->whole, v);
+  return t ? t : v->type;
+}
+
 /* Arg v holds a part from now on: its type and its `sharded` attribute. */
 static void make_part_arg(shard *S, raf_func *f, raf_value *v) {
+  raf_ptrmap_put(&S->whole, v, v->type);
   raf_attr a = raf_attr_ints(S->m, "sharded", v->type->dims, v->type->rank);
   raf_attrs_set(S->m, &f->args[v->index].attrs, &a, v->loc);
   v->type = shard_vec_type(S, v->type->dtype, part_len(S, v->type));
@@ -659,6 +667,12 @@ static void update_over_parts(shard *S, raf_stmt *s) {
   }
   if (!touches)
     return;
+  raf_value *whole = raf_ptrmap_get(&S->part, s->operands[0].value);
+  if ((s->op == RAF_OP_SUM || s->op == RAF_OP_MIN || s->op == RAF_OP_MAX) &&
+      whole && s->results[0]->type->rank == 0) {
+    shard_reduce_part(S, s, whole);
+    return;
+  }
   raf_fusion_class fc = raf_op_table[s->op].fusion;
   if (s->op == RAF_OP_CALL ||
       (fc != RAF_FUSE_ELEMWISE && fc != RAF_FUSE_BROADCAST)) {
@@ -669,7 +683,7 @@ static void update_over_parts(shard *S, raf_stmt *s) {
   }
   for (int i = 0; i < s->noperands; i++) {
     raf_value *v = s->operands[i].value, *p;
-    if (shardable_state(S, v)) {
+    if (!raf_ptrmap_get(&S->part, v) && shardable_state(S, v)) {
       make_part_arg(S, S->step, v);
       raf_ptrmap_put(&S->part, v, v);
     }
@@ -687,6 +701,7 @@ static void update_over_parts(shard *S, raf_stmt *s) {
     return;
   }
   for (int r = 0; r < s->nresults; r++) {
+    raf_ptrmap_put(&S->whole, s->results[r], s->results[r]->type);
     s->results[r]->type = t[r];
     raf_ptrmap_put(&S->part, s->results[r], s->results[r]);
   }
@@ -717,8 +732,15 @@ static void shard_update(shard *S) {
     k = bucket_len(S, g + i, ng - i);
     reduce_bucket(S, &e, g + i, k, true, out + i);
   }
-  for (int i = 0; i < ng && S->st == RAF_OK; i++)
+  for (int i = 0, j = 0; i < ng && S->st == RAF_OK; i++) {
     raf_ptrmap_put(&S->part, g[i], S->zero == 1 ? out[i] : g[i]);
+    while (!raf_arg_flag(&S->grad->args[j], "param")) /* g[i]'s param */
+      j++;
+    if (S->zero >= 2) /* made a part by @F_grad */
+      raf_ptrmap_put(&S->whole, g[i],
+                     (void *)shard_whole_type(S, S->grad->args[j].value));
+    j++;
+  }
   /* The params' parts. */
   for (int i = 0; i < f->nargs && S->st == RAF_OK; i++) {
     raf_value *p = f->args[i].value;
@@ -814,11 +836,6 @@ static raf_status shard_step(shard *S) {
                 S->step->name, (long long)w->val.u.i);
   raf_func_number(S->grad);
   raf_func_number(S->step);
-  for (int i = 0; i < S->grad->nargs; i++)
-    if (strcmp(S->grad->args[i].value->name, "loss_scale") == 0 && S->zero)
-      return shard_fail(S, S->grad->loc, "@%s is loss-scaled (amp dtype=f16), "
-                  "whose skipped steps zero >= 1 cannot agree on; use "
-                  "zero=0 or bf16", S->grad->name);
   raf_stmt *gret = raf_func_return(S->grad);
   raf_value *loss = gret->operands[0].value;
   int64_t split = loss->def ? loss->def->order : -1;
@@ -914,6 +931,7 @@ raf_status raf_pass_shard(raf_module *m, const raf_pass_args *args) {
     shard_step(&S);
     raf_ptrmap_free(&S.batched);
     raf_ptrmap_free(&S.part);
+    raf_ptrmap_free(&S.whole);
     done++;
   }
   if (S.st == RAF_OK && !done) {

@@ -1,9 +1,11 @@
-/* shard_batch.c: what the local batch changes beyond shapes, for the
- * shard pass (passes/shard.c, docs/Distributed.md).
+/* shard_across.c: the statements that look across the rows of the batch
+ * or across the parts of a param, for the shard pass (passes/shard.c,
+ * docs/Distributed.md).
  *
- * Retyping @F_grad for a rank's rows keeps every row's own arithmetic, but
- * three things look across rows or at a row's place in the batch, and
- * would silently train differently from one process:
+ * Retyping @F_grad for a rank's rows keeps every row's own arithmetic, and
+ * running the update over parts keeps every element's, but some
+ * statements look further, and would silently train differently from one
+ * process:
  *
  *   - a mean's gradient, which autodiff spreads over the global batch's
  *     shape as a broadcast constant (shard_localize_splats);
@@ -15,10 +17,14 @@
  *     batch_norm=local normalises each rank's rows with their own, and
  *     averages the running statistics over the ranks at the end of the
  *     step (PyTorch DDP's default behaviour, up to DDP broadcasting rank
- *     0's instead).
+ *     0's instead);
+ *   - at zero >= 1, a reduction of a whole param-shaped value in the
+ *     update, which sees only the rank's part: clip_norm's squared norm,
+ *     f16 loss scaling's "all finite" flag (shard_reduce_part).
  */
 #include "passes/shard_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,4 +313,52 @@ void shard_batch_norms(shard *S) {
     S->st = R.e.status;
   }
   free(R.stats);
+}
+
+/* ---- Reductions over parts ------------------------------------------------ */
+
+/* zero >= 1: s, a sum, min or max of a whole value whose part is part,
+ * reduces the part instead, with the padding (past the value's end, on the
+ * last ranks) replaced by the op's identity, and the scalar is all-reduced
+ * with the same op: every rank holds one process's result, so every rank
+ * clips by the same norm and makes the same skip decision. */
+void shard_reduce_part(shard *S, raf_stmt *s, raf_value *part) {
+  raf_value *full = s->operands[0].value;
+  int64_t n = shard_numel(shard_whole_type(S, full)), c = part->type->dims[0];
+  const char *op = s->op == RAF_OP_SUM ? "sum"
+                   : s->op == RAF_OP_MIN ? "min" : "max";
+  raf_emitter e;
+  raf_emitter_init(&e, s->func, s, s->loc);
+  if (c * S->world != n) {
+    int64_t *valid = calloc((size_t)(c * S->world), sizeof *valid);
+    if (!valid) {
+      S->st = RAF_ERROR;
+      return;
+    }
+    for (int64_t i = 0; i < n; i++)
+      valid[i] = 1;
+    raf_value *mine = shard_collective(
+        S, &e, RAF_OP_ALL_SLICE,
+        shard_reshape(&e, raf_emit_ints(&e, valid, c * S->world),
+                      shard_mat_type(S, RAF_I64, S->world, c)),
+        NULL);
+    free(valid);
+    mine = shard_reshape(&e, mine, shard_vec_type(S, RAF_I64, c));
+    raf_value *keep = raf_emit2(&e, RAF_OP_NE, mine,
+                                raf_emit_scalar(&e, RAF_I64, 0));
+    double identity = s->op == RAF_OP_SUM ? 0
+                      : s->op == RAF_OP_MIN ? INFINITY : -INFINITY;
+    raf_value *ops[3] = {keep, part, raf_emit_splat(&e, part->type, identity)};
+    part = raf_emit(&e, RAF_OP_WHERE, 3, ops, NULL, 0);
+  }
+  if ((S->st = e.status) != RAF_OK)
+    return;
+  raf_use_set(&s->operands[0], part);
+  raf_value *local = s->results[0];
+  raf_emitter_init(&e, s->func, s->next, s->loc);
+  raf_value *global = shard_collective(S, &e, RAF_OP_ALL_REDUCE, local, op);
+  if ((S->st = e.status) != RAF_OK)
+    return;
+  raf_value_replace_uses(local, global);
+  raf_use_set(&global->def->operands[0], local);
 }

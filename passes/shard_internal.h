@@ -1,6 +1,6 @@
 /* shard_internal.h: what the shard pass's files share (passes/shard.c,
- * the pass; passes/shard_batch.c, what the local batch changes beyond
- * shapes). Not part of the passes' interface. */
+ * the pass; passes/shard_across.c, the statements that look across rows
+ * or parts). Not part of the passes' interface. */
 #ifndef RAF_SHARD_INTERNAL_H
 #define RAF_SHARD_INTERNAL_H
 
@@ -18,6 +18,7 @@ typedef struct shard {
   raf_stmt *call;        /* the step's call of @F_grad */
   raf_ptrmap batched;    /* values of @F_grad (or the step) that carry the batch */
   raf_ptrmap part;       /* in the step: full value -> its part */
+  raf_ptrmap whole;      /* a value retyped as its own part -> its type */
   const char *reduction; /* the loss's over the batch: "mean" or "sum" */
   const char *grad_reduction; /* the gradients' over the ranks */
   raf_status st;
@@ -39,10 +40,15 @@ raf_value *shard_collective(shard *S, raf_emitter *e, raf_opcode op,
 void shard_rescale_ints(shard *S, raf_stmt *s, const char *name, int k,
                         int64_t to);
 
-/* shard_batch.c, called by localize for each statement it retypes. */
+/* shard_across.c; the first two are called by localize for each
+ * statement it retypes. */
 void shard_localize_splats(shard *S, raf_stmt *s);
 void shard_rank_masks(shard *S, raf_stmt *s);
 /* After localize: batch_norm's statistics over the ranks. */
 void shard_batch_norms(shard *S);
+/* The type of v before it became a part (v's own type if it did not). */
+const raf_type *shard_whole_type(shard *S, raf_value *v);
+/* zero >= 1: s (sum, min or max of a whole value to a scalar) over part. */
+void shard_reduce_part(shard *S, raf_stmt *s, raf_value *part);
 
 #endif

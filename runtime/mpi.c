@@ -87,6 +87,26 @@ const char *const raf_mpi_unavailable =
     "was configured; install libopenmpi-dev and openmpi-bin and configure "
     "again)";
 
+/* all_reduce's op = "min" or "max": exact in every type, so halves go
+ * through f32 and back unchanged. */
+static int extreme(const raf_kernel *k, const void *in, void *out,
+                   int64_t count, bool max) {
+  raf_dtype dt = k->in[0]->type->dtype;
+  float *wide = NULL;
+  if (is_half(dt)) {
+    if (!(wide = malloc((size_t)count * sizeof(float) + 1)))
+      return MPI_ERR_NO_MEM;
+    raf_elem_convert(RAF_F32, wide, dt, in, count);
+  }
+  int rc = MPI_Allreduce(wide ? MPI_IN_PLACE : in, wide ? (void *)wide : out,
+                         (int)count, mpi_type(wide ? RAF_F32 : dt),
+                         max ? MPI_MAX : MPI_MIN, MPI_COMM_WORLD);
+  if (wide && rc == MPI_SUCCESS)
+    raf_elem_convert(dt, out, RAF_F32, wide, count);
+  free(wide);
+  return rc;
+}
+
 static raf_status mpi_collective(const raf_kernel *k) {
   return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
 }
@@ -421,6 +441,26 @@ static int reduce(const raf_kernel *k, const void *in, void *out,
   return rc;
 }
 
+/* all_reduce's op = "min" or "max": exact in every type, so halves go
+ * through f32 and back unchanged. */
+static int extreme(const raf_kernel *k, const void *in, void *out,
+                   int64_t count, bool max) {
+  raf_dtype dt = k->in[0]->type->dtype;
+  float *wide = NULL;
+  if (is_half(dt)) {
+    if (!(wide = malloc((size_t)count * sizeof(float) + 1)))
+      return MPI_ERR_NO_MEM;
+    raf_elem_convert(RAF_F32, wide, dt, in, count);
+  }
+  int rc = MPI_Allreduce(wide ? MPI_IN_PLACE : in, wide ? (void *)wide : out,
+                         (int)count, mpi_type(wide ? RAF_F32 : dt),
+                         max ? MPI_MAX : MPI_MIN, MPI_COMM_WORLD);
+  if (wide && rc == MPI_SUCCESS)
+    raf_elem_convert(dt, out, RAF_F32, wide, count);
+  free(wide);
+  return rc;
+}
+
 static raf_status mpi_collective(const raf_kernel *k) {
   const raf_stmt *s = k->stmt;
   raf_tensor *x = k->in[0], *y = k->out[0];
@@ -459,11 +499,15 @@ static raf_status mpi_collective(const raf_kernel *k) {
   if (b.outer > 1 && s->op != RAF_OP_ALL_REDUCE &&
       !(scratch = malloc(whole->nbytes)))
     return raf_kernel_fail(k, "out of memory");
-  bool mean = strcmp(raf_stmt_attr_str(s, "op"), "mean") == 0;
+  const char *op = raf_stmt_attr_str(s, "op");
+  bool mean = strcmp(op, "mean") == 0;
+  bool min = strcmp(op, "min") == 0, max = strcmp(op, "max") == 0;
   mpi_state *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_MPI);
   int64_t t0 = now_ns();
   int rc;
-  if (s->op == RAF_OP_ALL_REDUCE) {
+  if (s->op == RAF_OP_ALL_REDUCE && (min || max)) {
+    rc = extreme(k, x->data, y->data, x->type->numel, max);
+  } else if (s->op == RAF_OP_ALL_REDUCE) {
     rc = reduce(k, x->data, y->data, x->type->numel, y->type->numel, false,
                 mean, world, rank);
   } else if (s->op == RAF_OP_REDUCE_SCATTER) {

@@ -9,7 +9,8 @@
  * calls ncclCommInitRank, as RAF's and llm.c's bootstraps do. Only a module
  * with a statement bound to the dialect and world_size above 1 makes one.
  *
- *   all_reduce      ncclAllReduce, ncclSum or ncclAvg (op = "mean")
+ *   all_reduce      ncclAllReduce, ncclSum, ncclAvg (op = "mean"),
+ *                   ncclMin or ncclMax
  *   reduce_scatter  ncclReduceScatter: rank r keeps block r along `axis`
  *   all_gather      ncclAllGather: the ranks' tensors end to end along
  *                   `axis`, in rank order
@@ -236,8 +237,11 @@ static raf_status nccl_collective(const raf_kernel *k) {
     return raf_kernel_fail(k, "out of %s memory for packing the blocks",
                            raf_device_name(dev));
   raf_dtype dt = x->type->dtype;
-  ncclRedOp_t op = strcmp(raf_stmt_attr_str(s, "op"), "mean") == 0 ? ncclAvg
-                                                                    : ncclSum;
+  const char *name = raf_stmt_attr_str(s, "op");
+  ncclRedOp_t op = strcmp(name, "mean") == 0  ? ncclAvg
+                   : strcmp(name, "min") == 0 ? ncclMin
+                   : strcmp(name, "max") == 0 ? ncclMax
+                                              : ncclSum;
   cudaStream_t stream = raf_device_stream(dev);
   ncclResult_t r = ncclSuccess;
   raf_status rc = raf_cuda_device_make_current(dev);

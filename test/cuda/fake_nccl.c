@@ -115,7 +115,7 @@ static uint16_t f32_to_bf16(float f) { /* round to nearest even */
   return (uint16_t)(u >> 16);
 }
 
-/* recv = the ranks' sum (avg: over nranks) of send, MPI_Allreduce when
+/* recv = the ranks' sum (avg: over nranks; or min, max) of send, MPI_Allreduce when
  * scatter is 0, else this rank's recvcount of it (reduce-scatter). */
 static ncclResult_t reduce(const void *send, void *recv, size_t count,
                            ncclDataType_t type, ncclRedOp_t op,
@@ -125,11 +125,14 @@ static ncclResult_t reduce(const void *send, void *recv, size_t count,
   MPI_Datatype mt = mpi_type(type);
   size_t total = scatter ? count * (size_t)comm->nranks : count;
   if (!in || !out || mt == MPI_DATATYPE_NULL || total > INT32_MAX ||
-      (op != ncclSum && op != ncclAvg))
+      (op != ncclSum && op != ncclAvg && op != ncclMin && op != ncclMax))
     return ncclInvalidArgument;
+  static const char *const names[] = {[ncclSum] = "sum", [ncclAvg] = "avg",
+                                      [ncclMin] = "min", [ncclMax] = "max"};
+  MPI_Op mop = op == ncclMin ? MPI_MIN : op == ncclMax ? MPI_MAX : MPI_SUM;
   fake_log("RAF_FAKE_NCCL_LOG", "%s count=%zu type=%d op=%s",
            scatter ? "reduce_scatter" : "all_reduce", count, (int)type,
-           op == ncclAvg ? "avg" : "sum");
+           names[op]);
   int bf16 = type == ncclBfloat16;
   float *wide_in = NULL, *wide_out = NULL;
   if (bf16) {
@@ -145,9 +148,9 @@ static ncclResult_t reduce(const void *send, void *recv, size_t count,
   const void *src = bf16 ? (const void *)wide_in : in;
   void *dst = bf16 ? (void *)wide_out : out;
   int rc = scatter ? MPI_Reduce_scatter_block(src, dst, (int)count, mt,
-                                              MPI_SUM, MPI_COMM_WORLD)
+                                              mop, MPI_COMM_WORLD)
                    : MPI_Allreduce(src == dst ? MPI_IN_PLACE : src, dst,
-                                   (int)count, mt, MPI_SUM, MPI_COMM_WORLD);
+                                   (int)count, mt, mop, MPI_COMM_WORLD);
   for (size_t i = 0; rc == MPI_SUCCESS && op == ncclAvg && i < count; i++) {
     int n = comm->nranks;
     switch (type) {

@@ -1,6 +1,7 @@
 """compare_safetensors.py A B RTOL: every tensor of safetensors file A is
 in B with the same dtype and shape and values within RTOL relative (and
-RTOL / 10 absolute); says which differ and exits 1 otherwise. f32 only."""
+RTOL / 10 absolute; integers (a loss scaler's counter) exactly); says
+which differ and exits 1 otherwise. F32 and I64."""
 import json
 import struct
 import sys
@@ -18,16 +19,18 @@ def load(path):
     for name, t in header.items():
         if name == "__metadata__":
             continue
-        if t["dtype"] != "F32":
-            sys.exit("%s: %s is %s, not F32" % (path, name, t["dtype"]))
+        types = {"F32": np.float32, "I64": np.int64}
+        if t["dtype"] not in types:
+            sys.exit("%s: %s is %s, not F32 or I64" % (path, name, t["dtype"]))
         b, e = t["data_offsets"]
-        out[name] = np.frombuffer(body[b:e], np.float32).reshape(t["shape"])
+        out[name] = np.frombuffer(body[b:e], types[t["dtype"]]).reshape(t["shape"])
     return out
 
 
 a, b, rtol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
 bad = [k for k in a
        if k not in b or a[k].shape != b[k].shape
+       or (a[k].dtype == np.int64 and not np.array_equal(a[k], b[k]))
        or not np.allclose(b[k], a[k], rtol=rtol, atol=rtol / 10)]
 for k in bad:
     print("differs: %s" % k)
