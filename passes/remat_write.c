@@ -455,7 +455,7 @@ raf_stmt *raf_remat_clone(raf_module *m, raf_func *f, const raf_stmt *s,
     int n = s->attrs.n;
     if (n)
       memcpy(attrs, s->attrs.v, sizeof *attrs * (size_t)n);
-    if (mark) {
+    if (mark && !raf_attrs_find(&s->attrs, "remat")) { /* amp's casts */
       memset(&attrs[n], 0, sizeof *attrs);
       attrs[n].name = "remat";
       attrs[n].kind = RAF_ATTR_BOOL;
