@@ -195,7 +195,7 @@ ROWS = [
         "refused:is sharded already (world = 2)"),
     row("shard-w3", f"{BASE},{shard(3, 0)}", "refused:is not divisible by world = 3"),
     row("remat-ratio-0.1", f"{BASE},inline,fuse,remat{{ratio=0.1}},plan-memory",
-        "refused:is below the least peak remat can reach", tier="full"),
+        "refused:is below", tier="full"),
 ]
 ROW = {r["name"]: r for r in ROWS}
 
@@ -283,6 +283,14 @@ class Cell:
 
 
 def run_cell(cell, ctx):
+    try:
+        return run_cell_(cell, ctx)
+    except (OSError, subprocess.SubprocessError) as e:
+        cell.status, cell.detail = "fail", f"{type(e).__name__}: {e}"
+        return cell
+
+
+def run_cell_(cell, ctx):
     r, model = cell.row, cell.model
     tag = f"{ctx.tmp}/{r['name']}.{model}"
     src = ctx.models[model]
@@ -451,7 +459,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", required=True, help="the build directory (raf-opt, raf-run)")
     ap.add_argument("--smoke", action="store_true",
-                    help="the rows of tier smoke only, on two models (the ASAN build)")
+                    help="the rows of tier smoke only (the ASAN build)")
     ap.add_argument("--full", action="store_true", help="as RAF_COMPOSE=full")
     ap.add_argument("--only", help="a regular expression on row names")
     ap.add_argument("--model", action="append",
@@ -468,8 +476,6 @@ def main():
     have = dialects(rr)
 
     variants = [f"{m}-{red}" for m in models.MODELS for red in ("mean", "sum")]
-    if mode == "smoke":
-        variants = ["mlp-mean", "cnn-sum", "gpt2-sum", "bert-mean"]
     if args.model:
         variants = [v for v in variants
                     if v in args.model or v.split("-")[0] in args.model]
