@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Rounds of solving against the real plan before the budget is called
  * infeasible. */
@@ -94,36 +95,54 @@ typedef struct options {
   double time_limit;
 } options;
 
-/* The solver's schedule for a model budget; its model peak, -1 on error. */
-static int64_t solve(const options *o, const raf_remat_fn *G, int64_t budget,
-                     raf_remat_step **steps, int *nsteps, raf_func *f) {
-  if (!o->ilp)
-    return raf_remat_solve_greedy(&G->g, budget, steps, nsteps);
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* What the exact solver did, for the remark. */
+typedef struct ilp_outcome {
+  bool ran;
+  double deadline;      /* now_seconds() at which its time is up */
+  bool timed_out;       /* some solve stopped at the time limit */
+  double greedy_flops;  /* the greedy schedule's, or -1 when none met */
+} ilp_outcome;
+
+/* The exact solver's schedule for a model budget, from incumbent (NULL:
+ * none) and within the time left; its model peak, INT64_MAX when it found
+ * none, -1 on error (reported). */
+static int64_t solve_ilp(const options *o, const raf_remat_fn *G,
+                         int64_t budget, const raf_remat_schedule *incumbent,
+                         const bool *stages, ilp_outcome *io, raf_remat_step **steps, int *nsteps,
+                         raf_func *f) {
   raf_remat_schedule s;
   bool feasible = false, timed_out = false;
   char why[256] = "";
+  double left = io->deadline - now_seconds();
   *steps = NULL;
   *nsteps = 0;
+  if (left <= 0) {
+    io->timed_out = true;
+    return INT64_MAX;
+  }
   if (raf_remat_schedule_init(&s, G->g.n) != RAF_OK)
     return -1;
-  if (raf_remat_solve_ilp(&G->g, budget, o->time_limit, &s, &feasible,
-                          &timed_out, why, sizeof why) != RAF_OK) {
+  if (raf_remat_solve_ilp_from(&G->g, budget, left, incumbent, stages, &s,
+                               &feasible, &timed_out, why,
+                               sizeof why) != RAF_OK) {
     raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR, "remat: @%s: %s",
                     f->name, why);
     raf_remat_schedule_free(&s);
     return -1;
   }
+  io->timed_out |= timed_out;
   int64_t peak = INT64_MAX;
-  if (feasible) {
+  if (feasible)
     peak = raf_remat_schedule_steps(&s, steps, nsteps) == RAF_OK
                ? raf_remat_model_peak_steps(&G->g, *steps, *nsteps, NULL,
                                             NULL)
                : -1;
-  } else if (timed_out) {
-    raf_diag_report(o->ctx, f->loc, RAF_SEV_WARNING,
-                    "remat: @%s: the exact solver found no schedule in "
-                    "%g s", f->name, o->time_limit);
-  }
   raf_remat_schedule_free(&s);
   return peak;
 }
@@ -149,18 +168,10 @@ static void attempt_free(attempt *a) {
   a->nsteps = 0;
 }
 
-/* Solves for the model budget `target`, writes the schedule into f and
- * measures its plan; *a keeps it written. */
-static raf_status try_target(const options *o, raf_module *m, raf_func *f,
-                             raf_remat_fn *G, int64_t target, attempt *a) {
-  memset(a, 0, sizeof *a);
-  a->reached = solve(o, G, target, &a->steps, &a->nsteps, f);
-  if (a->reached < 0) {
-    if (!o->ilp)
-      raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
-                      "remat: out of memory solving @%s", f->name);
-    return RAF_ERROR;
-  }
+/* Writes a->steps into f and measures its plan; *a keeps it written. */
+static raf_status measure(raf_module *m, raf_func *f, raf_remat_fn *G,
+                          attempt *a) {
+  a->flops = 0;
   if (raf_remat_write(m, f, G, a->steps, a->nsteps, &a->w) != RAF_OK ||
       real_peak(m, f, &a->after) != RAF_OK) {
     attempt_undo(G, a);
@@ -170,6 +181,286 @@ static raf_status try_target(const options *o, raf_module *m, raf_func *f,
   for (int k = 0; k < a->w.nsteps; k++)
     a->flops += raf_stmt_cost(a->w.clone[k]).flops;
   return RAF_OK;
+}
+
+/* Solves for the model budget `target` (greedily, or with the exact
+ * solver when io is not NULL), writes the schedule into f and measures
+ * its plan; *a keeps it written. */
+static raf_status try_target(const options *o, raf_module *m, raf_func *f,
+                             raf_remat_fn *G, int64_t target,
+                             ilp_outcome *io, attempt *a) {
+  memset(a, 0, sizeof *a);
+  a->reached = io ? solve_ilp(o, G, target, NULL, NULL, io, &a->steps,
+                              &a->nsteps, f)
+                  : raf_remat_solve_greedy(&G->g, target, &a->steps,
+                                           &a->nsteps);
+  if (a->reached < 0) {
+    if (!io)
+      raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
+                      "remat: out of memory solving @%s", f->name);
+    return RAF_ERROR;
+  }
+  return measure(m, f, G, a);
+}
+
+/* A search for a schedule whose real peak is within a budget. */
+typedef struct search {
+  bool met;
+  attempt best;    /* when met: written into f */
+  int64_t target;  /* when met: best's model budget */
+  int64_t least;   /* the least real peak of the schedules tried, and of
+                    * none at all */
+  int64_t lowest;  /* the real peak of the solver's lowest schedule (model
+                    * budget 0), or -1 when the search met its budget
+                    * before trying it */
+} search;
+
+/* Searches for `budget` (before: the peak without remat): rounds against
+ * the real plan, then the solver's lowest schedule, then rounds that give
+ * the model the plan's slack back while that recomputes less. With io,
+ * the exact solver's search; else the greedy one's. */
+static raf_status search_budget(const options *o, raf_module *m, raf_func *f,
+                                raf_remat_fn *G, int64_t before,
+                                int64_t budget, ilp_outcome *io,
+                                search *s) {
+  memset(s, 0, sizeof *s);
+  s->least = before;
+  s->lowest = -1;
+  int64_t model = raf_remat_model_peak_steps(&G->g, NULL, 0, NULL, NULL);
+  int64_t offset = before - model, target = 0;
+  attempt a = {0};
+  raf_status st = RAF_OK;
+  for (int round = 0; st == RAF_OK && !s->met && round < MAX_ROUNDS;
+       round++) {
+    target = budget - offset;
+    st = try_target(o, m, f, G, target, io, &a);
+    if (st != RAF_OK)
+      break;
+    s->least = a.after < s->least ? a.after : s->least;
+    s->met = a.after <= budget;
+    if (s->met)
+      break;
+    attempt_undo(G, &a);
+    attempt_free(&a);
+    if (a.reached > target)
+      break; /* the solver can get no lower */
+    /* The plan needs more than the model: ask the model for less. */
+    offset += a.after - budget > RAF_MEM_ALIGN ? a.after - budget
+                                               : RAF_MEM_ALIGN;
+    offset = offset > a.after - a.reached ? offset : a.after - a.reached;
+  }
+  /* Last, the schedule that takes the model as low as the solver goes. */
+  if (st == RAF_OK && !s->met) {
+    target = 0;
+    st = try_target(o, m, f, G, target, io, &a);
+    if (st == RAF_OK) {
+      s->lowest = a.after;
+      s->least = a.after < s->least ? a.after : s->least;
+      s->met = a.after <= budget;
+      if (!s->met) {
+        attempt_undo(G, &a);
+        attempt_free(&a);
+      }
+    }
+  }
+  if (st == RAF_OK && s->met)
+    s->best = a;
+  /* The plan may need less than the model: give the model the slack back
+   * while that recomputes less. */
+  for (int round = 0; st == RAF_OK && s->met && round < MAX_RELAX; round++) {
+    int64_t t2 = target + (budget - s->best.after);
+    if (t2 <= target + RAF_MEM_ALIGN)
+      break;
+    attempt_undo(G, &s->best);
+    st = try_target(o, m, f, G, t2, io, &a);
+    bool better = st == RAF_OK && a.after <= budget &&
+                  a.flops < s->best.flops;
+    if (better) {
+      attempt_free(&s->best);
+      s->best = a;
+      target = t2;
+      continue;
+    }
+    if (st == RAF_OK)
+      attempt_undo(G, &a);
+    attempt_free(&a);
+    if (st == RAF_OK)
+      st = raf_remat_write(m, f, G, s->best.steps, s->best.nsteps,
+                           &s->best.w);
+    break;
+  }
+  s->target = target;
+  if (st != RAF_OK) {
+    attempt_undo(G, &s->best);
+    attempt_free(&s->best);
+    s->met = false;
+  }
+  return st;
+}
+
+/* The least peak to name when the greedy search for a budget failed
+ * (found: the least real peak it tried; lowest: that of the solver's
+ * lowest schedule): the least that the greedy search reaches when asked for that very peak, so that the error
+ * is reproducible (remat{budget=LEAST} succeeds; test_remat holds the pass
+ * to it). The rounds depend on the budget: the least peak a search for
+ * one budget tried may be a schedule that a search for that peak does not
+ * try. So the least found is checked by searching for it; when that falls
+ * short, the least that search found is checked in turn, a few times.
+ * Failing that, the peak of the solver's lowest schedule: every search
+ * that misses its budget tries that schedule, so it is always reached. */
+#define LEAST_CHECKS 3
+static raf_status reachable_least(const options *o, raf_module *m,
+                                  raf_func *f, raf_remat_fn *G,
+                                  int64_t before, int64_t found,
+                                  int64_t lowest, int64_t *least) {
+  int64_t candidate = found;
+  int64_t fallback = lowest >= 0 && lowest < before ? lowest : before;
+  for (int check = 0; check < LEAST_CHECKS && candidate < fallback;
+       check++) {
+    search s;
+    raf_status st = search_budget(o, m, f, G, before, candidate, NULL, &s);
+    if (st != RAF_OK)
+      return st;
+    if (s.met) {
+      attempt_undo(G, &s.best);
+      attempt_free(&s.best);
+      *least = candidate;
+      return RAF_OK;
+    }
+    candidate = s.least;
+  }
+  *least = candidate < fallback ? candidate : fallback;
+  return RAF_OK;
+}
+
+/* A whole-node form of steps (a slice recomputes its node), for the exact
+ * solver's incumbent. */
+static raf_status whole_nodes(const raf_remat_step *steps, int nsteps, int n,
+                              raf_remat_schedule *s) {
+  if (raf_remat_schedule_init(s, n) != RAF_OK)
+    return RAF_ERROR;
+  for (int k = 0; k < nsteps; k++)
+    s->r[(size_t)steps[k].stage * (size_t)n + (size_t)steps[k].node] = 1;
+  return RAF_OK;
+}
+
+/* Whether a's steps are the schedule s. */
+static bool same_nodes(const attempt *a, const raf_remat_schedule *s) {
+  raf_remat_schedule mine;
+  if (whole_nodes(a->steps, a->nsteps, s->n, &mine) != RAF_OK)
+    return false;
+  bool same = memcmp(mine.r, s->r, (size_t)s->n * (size_t)s->n) == 0;
+  raf_remat_schedule_free(&mine);
+  return same;
+}
+
+/* The model peak of s counting whole nodes (the exact solver's view). */
+static int64_t peak_by_nodes(const raf_remat_graph *g,
+                             const raf_remat_schedule *s) {
+  raf_remat_graph whole = *g;
+  whole.out_start = NULL;
+  whole.has_slice = NULL;
+  whole.out_share = NULL;
+  return raf_remat_model_peak(&whole, s, NULL);
+}
+
+/* Improves the greedy search's schedule (written into f) with the exact
+ * solver, from that schedule as its incumbent: at a model budget the
+ * incumbent meets, by whole nodes, and lower when the real plan of the
+ * solver's schedule goes over the budget. A schedule replaces the best
+ * only when its real peak is within the budget and it costs fewer FLOPs,
+ * so the result is never worse than greedy's. */
+static raf_status improve_by_ilp(const options *o, raf_module *m, raf_func *f,
+                                 raf_remat_fn *G, int64_t budget, search *s,
+                                 ilp_outcome *io) {
+  raf_remat_schedule start;
+  bool *stages = calloc((size_t)G->g.n + 1, sizeof *stages);
+  if (!stages ||
+      whole_nodes(s->best.steps, s->best.nsteps, G->g.n, &start) != RAF_OK) {
+    free(stages);
+    return RAF_ERROR;
+  }
+  /* The stages greedy recomputes at: the whole program took no schedule
+   * of a one-layer GPT-2 step in 60 s; around the incumbent's stages it
+   * is solved in seconds (docs/Remat.md). */
+  for (int k = 0; k < s->best.nsteps; k++)
+    stages[s->best.steps[k].stage] = true;
+  int64_t by_nodes = peak_by_nodes(&G->g, &start);
+  int64_t target = by_nodes > s->target ? by_nodes : s->target;
+  /* The least target whose schedule the plan put over the budget, and the
+   * greatest with nothing cheaper than greedy's: the next target is
+   * between them. */
+  int64_t over_at = INT64_MAX, none_at = -1;
+  raf_status st = by_nodes >= 0 ? RAF_OK : RAF_ERROR;
+  for (int round = 0; st == RAF_OK && round < MAX_ROUNDS; round++) {
+    attempt a = {0};
+    a.reached = solve_ilp(o, G, target, &start, stages, io, &a.steps,
+                          &a.nsteps, f);
+    if (a.reached < 0) {
+      st = RAF_ERROR;
+      break;
+    }
+    bool none = a.reached == INT64_MAX || same_nodes(&a, &start);
+    int64_t over = 0;
+    if (!none) {
+      attempt_undo(G, &s->best);
+      st = measure(m, f, G, &a);
+      if (st == RAF_OK && a.after <= budget && a.flops < s->best.flops) {
+        attempt_free(&s->best);
+        s->best = a;
+        break;
+      }
+      if (st == RAF_OK) {
+        over = a.after - budget;
+        attempt_undo(G, &a);
+        st = raf_remat_write(m, f, G, s->best.steps, s->best.nsteps,
+                             &s->best.w);
+      }
+    }
+    attempt_free(&a);
+    if (st != RAF_OK || io->deadline <= now_seconds() || (!none && over <= 0))
+      break; /* out of time, or within the budget and no cheaper */
+    if (none)
+      none_at = target;
+    else
+      over_at = target;
+    if (over_at == INT64_MAX)
+      break; /* nothing cheaper even at the loosest target */
+    /* The plan needs more than the model: ask the model for less, by the
+     * excess, or halfway to where nothing was cheaper. */
+    int64_t next = none_at < 0 ? over_at - (over > RAF_MEM_ALIGN ? over
+                                                                 : RAF_MEM_ALIGN)
+                               : none_at + (over_at - none_at) / 2;
+    if (next <= none_at || over_at - next < RAF_MEM_ALIGN)
+      break;
+    target = next;
+  }
+  raf_remat_schedule_free(&start);
+  free(stages);
+  return st;
+}
+
+/* The remark on the exact solver: its FLOPs against greedy's. */
+static void report_ilp(const options *o, const raf_func *f,
+                       const ilp_outcome *io, double flops) {
+  char stop[96] = "";
+  if (io->timed_out)
+    snprintf(stop, sizeof stop, "; stopped at its time limit (%g s)",
+             o->time_limit);
+  if (io->greedy_flops < 0)
+    raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
+                    "remat: @%s: exact solver: %.4g FLOPs recomputed; the "
+                    "greedy solver meets no schedule within the budget%s",
+                    f->name, flops, stop);
+  else
+    raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
+                    "remat: @%s: exact solver: %.4g FLOPs recomputed, "
+                    "greedy %.4g (%.1f%% fewer)%s", f->name, flops,
+                    io->greedy_flops,
+                    io->greedy_flops > 0
+                        ? 100 * (1 - flops / io->greedy_flops)
+                        : 0.0,
+                    stop);
 }
 
 static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
@@ -206,96 +497,48 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
     raf_remat_graph_free(&G);
     return st;
   }
-  int64_t model = raf_remat_model_peak_steps(&G.g, NULL, 0, NULL, NULL);
-  int64_t offset = before - model, least = before, target = 0;
-  attempt best = {0}, a = {0};
-  bool done = false;
-  for (int round = 0; st == RAF_OK && !done && round < MAX_ROUNDS; round++) {
-    target = budget - offset;
-    st = try_target(o, m, f, &G, target, &a);
-    if (st != RAF_OK)
-      break;
-    if (a.after < least)
-      least = a.after;
-    done = a.after <= budget;
-    if (done) {
-      best = a;
-      break;
-    }
-    attempt_undo(&G, &a);
-    attempt_free(&a);
-    if (a.reached > target)
-      break; /* the solver can get no lower */
-    /* The plan needs more than the model: ask the model for less. */
-    offset += a.after - budget > RAF_MEM_ALIGN ? a.after - budget
-                                               : RAF_MEM_ALIGN;
-    offset = offset > a.after - a.reached ? offset : a.after - a.reached;
+  /* The greedy search first, also for solver=ilp: the exact solver starts
+   * from its schedule, or, when it met nothing, searches on its own. */
+  search s;
+  ilp_outcome io = {o->ilp, now_seconds() + o->time_limit, false, -1};
+  st = search_budget(o, m, f, &G, before, budget, NULL, &s);
+  if (st == RAF_OK && o->ilp && s.met) {
+    io.greedy_flops = s.best.flops;
+    st = improve_by_ilp(o, m, f, &G, budget, &s, &io);
   }
-  /* Last, the schedule that takes the model as low as the solver goes: it
-   * decides the least peak the error names, which is then reachable, since
-   * it is the same schedule whatever the budget (test_remat holds the pass
-   * to that: the peak named is accepted as a budget). A round above may
-   * have reached lower, but with a target that budget would not give. */
-  if (st == RAF_OK && !done) {
-    target = 0;
-    st = try_target(o, m, f, &G, target, &a);
+  int64_t greedy_least = s.least, greedy_lowest = s.lowest;
+  if (st == RAF_OK && o->ilp && !s.met)
+    st = search_budget(o, m, f, &G, before, budget, &io, &s);
+  if (st == RAF_OK && !s.met) {
+    int64_t least;
+    st = reachable_least(o, m, f, &G, before, greedy_least, greedy_lowest,
+                         &least);
     if (st == RAF_OK) {
-      /* No remat at all may be lower still: then it is the least. */
-      least = a.after < before ? a.after : before;
-      done = a.after <= budget;
-      if (done) {
-        best = a;
-      } else {
-        attempt_undo(&G, &a);
-        attempt_free(&a);
-      }
+      size_str(least, b2, sizeof b2);
+      raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
+                      "@%s: budget %s is below the least peak remat can "
+                      "reach, %s", f->name, b1, b2);
+      st = RAF_ERROR;
     }
-  }
-  /* The plan may need less than the model: give the model the slack back
-   * while that recomputes less. */
-  for (int round = 0; st == RAF_OK && done && round < MAX_RELAX; round++) {
-    int64_t t2 = target + (budget - best.after);
-    if (t2 <= target + RAF_MEM_ALIGN)
-      break;
-    attempt_undo(&G, &best);
-    st = try_target(o, m, f, &G, t2, &a);
-    bool better = st == RAF_OK && a.after <= budget && a.flops < best.flops;
-    if (better) {
-      attempt_free(&best);
-      best = a;
-      target = t2;
-      continue;
-    }
-    if (st == RAF_OK)
-      attempt_undo(&G, &a);
-    attempt_free(&a);
-    if (st == RAF_OK)
-      st = raf_remat_write(m, f, &G, best.steps, best.nsteps, &best.w);
-    break;
-  }
-  if (st == RAF_OK && !done) {
-    size_str(least, b2, sizeof b2);
-    raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
-                    "@%s: budget %s is below the least peak remat can "
-                    "reach, %s", f->name, b1, b2);
-    st = RAF_ERROR;
   }
   if (st == RAF_OK) {
     char b0[64], b3[64];
     size_str(before, b0, sizeof b0);
-    size_str(best.after, b3, sizeof b3);
+    size_str(s.best.after, b3, sizeof b3);
     raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
                     "remat: @%s: peak %s -> %s (budget %s); %d values "
                     "recomputed, %.4g FLOPs more (%.1f%% of the step)",
-                    f->name, b0, b3, b1, best.w.nsteps, best.flops,
-                    G.step_flops > 0 ? 100 * best.flops / G.step_flops
+                    f->name, b0, b3, b1, s.best.w.nsteps, s.best.flops,
+                    G.step_flops > 0 ? 100 * s.best.flops / G.step_flops
                                      : 0.0);
-    free(best.w.clone);
-    best.w.clone = NULL;
+    if (io.ran)
+      report_ilp(o, f, &io, s.best.flops);
+    free(s.best.w.clone);
+    s.best.w.clone = NULL;
   } else {
-    attempt_undo(&G, &best);
+    attempt_undo(&G, &s.best);
   }
-  attempt_free(&best);
+  attempt_free(&s.best);
   raf_remat_drop_slices(&G);
   raf_remat_graph_free(&G);
   return st;

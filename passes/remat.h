@@ -192,5 +192,18 @@ raf_status raf_remat_solve_ilp(const raf_remat_graph *g, int64_t budget,
                                double time_limit, raf_remat_schedule *out,
                                bool *feasible, bool *timed_out,
                                char *why, size_t why_size);
+/* The same, from incumbent (NULL: none), a schedule of whole nodes (no
+ * slices): the solver looks only for schedules that recompute fewer FLOPs
+ * than it, and returns the incumbent itself when it finds none (*timed_out
+ * set when the time limit passed first) and the incumbent's model peak,
+ * counting whole nodes, is within budget. stages (NULL: all): per stage,
+ * whether it may recompute anything. */
+raf_status raf_remat_solve_ilp_from(const raf_remat_graph *g,
+                                    int64_t budget, double time_limit,
+                                    const raf_remat_schedule *incumbent,
+                                    const bool *stages,
+                                    raf_remat_schedule *out, bool *feasible,
+                                    bool *timed_out, char *why,
+                                    size_t why_size);
 
 #endif

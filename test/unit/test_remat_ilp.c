@@ -14,6 +14,12 @@
  *    previous backward node) at m = 8..15 under a budget of about 2*sqrt(m)
  *    activations: the solver finds a schedule within a few seconds. The
  *    solve times are printed.
+ *  - The warm start: from the costliest schedule that meets each budget
+ *    of the brute-force graphs, the solver finds brute force's optimum,
+ *    and restricted to that schedule's stages, brute force's optimum among
+ *    the schedules that recompute only there; from the greedy schedule of
+ *    a chain too long to solve in its time limit, it returns a schedule
+ *    within the budget that costs no more.
  * Without GLPK the solver must refuse, saying why; the model tests still
  * run. Fixed seed: failures reproduce, and the failing graph is printed. */
 #include "passes/remat.h"
@@ -145,6 +151,100 @@ static void schedule_of(raf_remat_schedule *s, int n, unsigned bits) {
  * budgets must exercise both. */
 static int infeasible_budgets, recomputing_optima;
 
+/* Whether schedule number `bits` recomputes only before the stages. */
+static bool within_stages(int n, unsigned bits, const bool *stages) {
+  int b = 0;
+  for (int t = 1; t < n; t++)
+    for (int i = 0; i < t; i++, b++)
+      if (((bits >> b) & 1) && !stages[t])
+        return false;
+  return true;
+}
+
+static int warm_starts, warm_restricted;
+
+/* The warm start at a budget some schedule meets: from a schedule that
+ * meets it (below), the solver finds the optimum; restricted to that
+ * schedule's stages, the optimum among the schedules that recompute only
+ * there (brute force's, both). */
+static void warm_start_one(const graph *x, int64_t budget,
+                           const int64_t *peak, const double *flops,
+                           unsigned count, char *why) {
+  int n = x->g.n;
+  double best = -1;
+  unsigned optimum = 0;
+  for (unsigned bits = 0; bits < count; bits++)
+    if (peak[bits] >= 0 && peak[bits] <= budget &&
+        (best < 0 || flops[bits] < best)) {
+      best = flops[bits];
+      optimum = bits;
+    }
+  /* The incumbent: a schedule that meets the budget and recomputes at
+   * none of the optimum's stages when there is one (so that the
+   * restriction to its stages may leave the optimum out; on these graphs
+   * it never has: the count is printed), else a costlier one, else the
+   * optimum. */
+  bool optimum_stages[MAX_NODES] = {false};
+  for (int t = 1, b = 0; t < n; t++)
+    for (int i = 0; i < t; i++, b++)
+      optimum_stages[t] |= (optimum >> b) & 1;
+  unsigned worst = optimum;
+  for (unsigned bits = 0; bits < count; bits++) {
+    if (peak[bits] < 0 || peak[bits] > budget || bits == optimum)
+      continue;
+    bool apart = true;
+    for (int t = 1, b = 0; t < n; t++)
+      for (int i = 0; i < t; i++, b++)
+        apart &= !((bits >> b) & 1) || !optimum_stages[t];
+    if (flops[bits] > best && (worst == optimum || apart)) {
+      worst = bits;
+      if (apart)
+        break;
+    }
+  }
+  raf_remat_schedule start, found;
+  CHECK(raf_remat_schedule_init(&start, n) == RAF_OK);
+  CHECK(raf_remat_schedule_init(&found, n) == RAF_OK);
+  schedule_of(&start, n, worst);
+  bool stages[MAX_NODES] = {false};
+  for (int t = 1; t < n; t++)
+    for (int i = 0; i < t; i++)
+      stages[t] |= start.r[t * n + i] != 0;
+  double restricted = -1;
+  for (unsigned bits = 0; bits < count; bits++)
+    if (peak[bits] >= 0 && peak[bits] <= budget &&
+        within_stages(n, bits, stages) &&
+        (restricted < 0 || flops[bits] < restricted))
+      restricted = flops[bits];
+  for (int pass = 0; pass < 2; pass++) {
+    bool feasible = false, timed_out = false;
+    double want = pass == 0 ? best : restricted;
+    raf_status st = raf_remat_solve_ilp_from(
+        &x->g, budget, 30, &start, pass == 0 ? NULL : stages, &found,
+        &feasible, &timed_out, why, 256);
+    double extra = -1;
+    int64_t got = feasible ? raf_remat_model_peak(&x->g, &found, &extra) : -1;
+    bool ok = st == RAF_OK && feasible && !timed_out && got >= 0 &&
+              got <= budget && extra == want;
+    for (int t = 1; ok && pass == 1 && t < n; t++)
+      for (int i = 0; i < t; i++)
+        ok &= !found.r[t * n + i] || stages[t];
+    CHECK(ok);
+    if (!ok) {
+      fprintf(stderr, "warm start%s, budget %lld: brute force %g, from %g, "
+              "ilp %s %g (%s)\n", pass ? " within stages" : "",
+              (long long)budget, want, flops[worst],
+              feasible ? "feasible" : "infeasible", extra,
+              st == RAF_OK ? "ok" : why);
+      print_graph(x);
+    }
+    warm_starts += pass == 0;
+    warm_restricted += pass == 1 && restricted > best;
+  }
+  raf_remat_schedule_free(&start);
+  raf_remat_schedule_free(&found);
+}
+
 static void brute_force_one(const graph *x, char *why) {
   int n = x->g.n;
   unsigned count = 1u << (n * (n - 1) / 2);
@@ -196,6 +296,8 @@ static void brute_force_one(const graph *x, char *why) {
               st == RAF_OK ? "ok" : why);
       print_graph(x);
     }
+    if (best >= 0)
+      warm_start_one(x, budget, peak, flops, count, why);
   }
   raf_remat_schedule_free(&s);
   raf_remat_schedule_free(&found);
@@ -212,8 +314,11 @@ static void test_brute_force(void) {
   }
   CHECK(infeasible_budgets > 0);
   CHECK(recomputing_optima > 100);
-  printf("brute force: %d budgets infeasible, %d optima recompute\n",
-         infeasible_budgets, recomputing_optima);
+  printf("brute force: %d budgets infeasible, %d optima recompute; %d warm "
+         "starts, %d where the least within the incumbent's stages is above "
+         "the optimum\n", infeasible_budgets, recomputing_optima, warm_starts,
+         warm_restricted);
+  CHECK(warm_starts > 100);
 }
 
 /* m forward nodes, then m backward ones: backward j reads forward
@@ -292,6 +397,41 @@ static void test_time_limit(void) {
     CHECK(raf_remat_model_peak(&x.g, &found, NULL) <= 64 * 16);
   printf("chain m=40 (80 nodes), 0.2 s limit: %s, stopped after %.3f s\n",
          feasible ? "a schedule" : "no schedule", took);
+  raf_remat_schedule_free(&found);
+}
+
+/* The same chain with the greedy solver's schedule as the incumbent and
+ * the same fifth of a second: a schedule always comes back, within the
+ * budget and no costlier than the incumbent. */
+static void test_warm_time_limit(void) {
+  char why[256];
+  graph x;
+  chain_graph(&x, 40);
+  int64_t budget = 64 * 16;
+  raf_remat_step *steps = NULL;
+  int nsteps = 0;
+  CHECK(raf_remat_solve_greedy(&x.g, budget, &steps, &nsteps) <= budget);
+  raf_remat_schedule start, found;
+  CHECK(raf_remat_schedule_init(&start, x.g.n) == RAF_OK);
+  CHECK(raf_remat_schedule_init(&found, x.g.n) == RAF_OK);
+  for (int k = 0; k < nsteps; k++)
+    start.r[steps[k].stage * x.g.n + steps[k].node] = 1;
+  double greedy = -1, extra = -1;
+  CHECK(raf_remat_model_peak(&x.g, &start, &greedy) <= budget);
+  bool feasible = false, timed_out = false;
+  double began = seconds_now();
+  CHECK(raf_remat_solve_ilp_from(&x.g, budget, 0.2, &start, NULL, &found,
+                                 &feasible, &timed_out, why,
+                                 sizeof why) == RAF_OK);
+  double took = seconds_now() - began;
+  CHECK(feasible && took < 5);
+  CHECK(raf_remat_model_peak(&x.g, &found, &extra) <= budget);
+  CHECK(extra >= 0 && extra <= greedy);
+  printf("chain m=40 from greedy's schedule (%g flops), 0.2 s limit: %g "
+         "flops, %s, after %.3f s\n", greedy, extra,
+         timed_out ? "stopped at the limit" : "optimal", took);
+  free(steps);
+  raf_remat_schedule_free(&start);
   raf_remat_schedule_free(&found);
 }
 
@@ -420,6 +560,7 @@ int main(int argc, char **argv) {
     test_brute_force();
     test_chain(8, 13, 10);
     test_time_limit();
+    test_warm_time_limit();
     test_greedy_vs_ilp();
   } else {
     test_without_glpk();
