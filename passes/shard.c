@@ -451,6 +451,13 @@ static const char *loss_reduction(shard *S, raf_value *loss,
   return r;
 }
 
+/* v before any casts. */
+static raf_value *uncast(raf_value *v) {
+  while (v->def && v->def->op == RAF_OP_CAST)
+    v = v->def->operands[0].value;
+  return v;
+}
+
 /* cross_entropy's mean is over the labels it counts (those other than
  * ignore_index), and ranks count different numbers when some are ignored
  * (a masked LM): the mean of their means is not the global mean. So
@@ -487,12 +494,18 @@ static void global_mean(shard *S, raf_stmt *ce) {
     return;
   raf_value_replace_uses(loss, local);
   raf_use_set(&local->def->operands[0], loss); /* the div reads the sum */
-  /* The backward's cross_entropy_grad of the same logits and labels. */
+  /* The backward's cross_entropy_grad of the same logits and labels (amp
+   * may have the backward read a cast of its own: the logits are the
+   * same through casts). */
   for (raf_stmt *g = ce->next; g; g = g->next) {
-    if (g->op != RAF_OP_CROSS_ENTROPY_GRAD ||
-        g->operands[1].value != ce->operands[0].value ||
-        g->operands[2].value != labels)
+    if (g->op != RAF_OP_CROSS_ENTROPY_GRAD || g->operands[2].value != labels)
       continue;
+    if (uncast(g->operands[1].value) != uncast(ce->operands[0].value)) {
+      shard_fail(S, g->loc, "this cross_entropy_grad of the loss's labels "
+                 "reads other logits than the loss's cross_entropy, so the "
+                 "pass cannot make its mean the global one");
+      return;
+    }
     raf_emitter_init(&e, S->grad, g, g->loc);
     raf_value *dy = g->operands[0].value, *c = count;
     if (dy->type->dtype != count->type->dtype) {
@@ -849,7 +862,10 @@ static raf_status shard_step(shard *S) {
    * their mean. cross_entropy_grad counts its own labels instead, the
    * local ones: global_mean makes its result a share too. */
   S->grad_reduction = "sum";
-  if (made->op == RAF_OP_CROSS_ENTROPY && strcmp(S->reduction, "mean") == 0) {
+  /* At world 1 every count is the rank's: the step stays bit for bit the
+   * unsharded one. */
+  if (made->op == RAF_OP_CROSS_ENTROPY && strcmp(S->reduction, "mean") == 0 &&
+      S->world > 1) {
     global_mean(S, made);
     S->reduction = "sum";
     if (S->st != RAF_OK)
