@@ -19,8 +19,9 @@
  * over it, or the least peak L it reaches, which must be over the budget
  * and reachable (remat{budget=L} passes, with the properties above).
  * The test counts the programs that recompute something, so that it fails
- * if remat stops happening. oracle_compare measures the greedy solver
- * against the exact one on the small steps, when raf has it (GLPK).
+ * if remat stops happening. oracle_compare runs the exact solver (with
+ * GLPK) on the small steps: it must meet every budget the greedy one
+ * meets and never recompute more; its gain is printed.
  * Fixed seed: failures reproduce, and the failing program is printed. */
 #include "ir/cost.h"
 #include "ir/ir.h"
@@ -419,14 +420,25 @@ static bool ilp_available(void) {
 }
 
 typedef struct oracle {
-  int steps, budgets, both, ilp_only, greedy_only;
+  int steps, budgets, both, ilp_only, greedy_only, ilp_costlier;
   double ratio_sum, ratio_worst;
   int ratios;
 } oracle;
 
+/* The FLOPs of f's {remat} statements as the pass counts them when it
+ * compares schedules (the cost model's alone). */
+static double remat_cost(const raf_func *f) {
+  double sum = 0;
+  for (raf_stmt *s = f->first; s; s = s->next)
+    sum += is_remat(s) ? raf_stmt_cost(s).flops : 0;
+  return sum;
+}
+
 /* On a step of at most ORACLE_MAX_STMTS statements (fused): for budgets
- * from P0 down by tenths, the greedy solver meets every budget the exact
- * one meets, and the ratio of the FLOPs they recompute (greedy / exact). */
+ * from P0 down by tenths, whether each solver meets it, and the ratio of
+ * the FLOPs they recompute (greedy / exact). The exact solver starts from
+ * the greedy schedule, so it must meet every budget greedy meets and
+ * never recompute more (counted, and held to below). */
 static void oracle_compare(const char *text, oracle *o) {
   const way *w = &WAYS[0];
   char passes[512], err[512];
@@ -460,9 +472,20 @@ static void oracle_compare(const char *text, oracle *o) {
       }
       if (ratio > o->ratio_worst)
         o->ratio_worst = ratio;
+      double gc = remat_cost(raf_module_find_func(gp.m, "f"));
+      double xc = remat_cost(raf_module_find_func(ip.m, "f"));
+      if (xc > gc) {
+        o->ilp_costlier++;
+        fprintf(stderr, "the exact solver recomputes %g FLOPs at %lld "
+                "bytes, greedy %g; program:\n%s", xc, (long long)budget,
+                gc, text);
+      }
     }
     o->ilp_only += i_ok && !g_ok;
     o->greedy_only += g_ok && !i_ok;
+    if (g_ok && !i_ok)
+      fprintf(stderr, "greedy meets %lld bytes, the exact solver does not "
+              "(%s); program:\n%s", (long long)budget, ierr, text);
     if (i_ok && !g_ok)
       fprintf(stderr, "the exact solver meets %lld bytes, greedy does not "
               "(%s); program:\n%s", (long long)budget, gerr, text);
@@ -517,17 +540,16 @@ int main(void) {
     printf("test_remat: oracle: %d steps of at most %d statements, %d "
            "budgets, met by both %d, only by the exact solver %d, only by "
            "greedy %d; recomputed FLOPs greedy / exact: mean %.3f, worst "
-           "%.3f\n",
+           "%.3f; exact costlier %d\n",
            o.steps, ORACLE_MAX_STMTS, o.budgets, o.both, o.ilp_only,
-           o.greedy_only, mean, o.ratio_worst);
-    /* Reported, not held to a bar: through the pass the two solvers
-     * answer different questions. The exact one works per statement (a
-     * statement's results one buffer, no slices, no in-place sharing), so
-     * the greedy one, which reasons per result, often meets budgets it
-     * cannot, and their FLOPs are not an optimum against an answer.
-     * test_remat_ilp holds the greedy solver to the exact one in one
-     * model: the budgets it meets, within 10% of its FLOPs on average. */
+           o.greedy_only, mean, o.ratio_worst, o.ilp_costlier);
+    /* What docs/Remat.md states: the exact solver, which starts from the
+     * greedy schedule, meets every budget greedy meets and recomputes no
+     * more. The ratio is reported, not held to a bar (how much it gains
+     * depends on the steps). */
     CHECK(o.steps > 0 && o.both > 0);
+    CHECK(o.greedy_only == 0);
+    CHECK(o.ilp_costlier == 0);
   }
   printf("test_remat: %d programs, %d failures\n", programs, failures);
   kernel_cache_remove(cache);
