@@ -30,8 +30,10 @@
  * ratio=R (of the function's peak without remat); solver=greedy|ilp;
  * func=NAME (default: the training steps, functions with an {updates}
  * result that no call names; in a module without one, every function
- * neither {fused} nor called); time-limit=S
- * (the ILP's).
+ * neither {fused} nor called); time-limit=S (the exact solver's, all its
+ * solves in a function together). solver=ilp runs the greedy search
+ * first and then the exact solver from its schedule (improve_by_ilp), so
+ * it is never worse than greedy.
  *
  * Requires: a verified module whose functions are not planned: after fuse,
  * before plan-memory, which the pass manager holds it to (passes.def).
