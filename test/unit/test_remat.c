@@ -1,7 +1,9 @@
 /* test_remat.c: the properties of the remat pass on random training steps.
  *
  * The steps are randstep.h's (the generator of test_plan_memory), made
- * worth rematerialising: shapes up to [64,64], so that values reach 16 KiB
+ * worth rematerialising (and, in a fifth more of them, carrying state:
+ * dropout keyed by a {state} key, batch_norm's running statistics, a
+ * moving average): shapes up to [64,64], so that values reach 16 KiB
  * while the params stay few; a "forward" part of random statements, then
  * a "backward" part that reads the forward values again in reverse order,
  * as gradients do, so that they live long; the params' updates at the end.
@@ -46,6 +48,9 @@ static int failures;
 #ifndef PROGRAMS
 #define PROGRAMS 300
 #endif
+/* Of which these many more carry state (dropout, batch_norm, a moving
+ * average: program_text_carried). */
+#define CARRIED_PROGRAMS (PROGRAMS / 5)
 
 /* Steps of at most this many statements are measured against the exact
  * solver, up to ORACLE_STEPS of them, each solve within ORACLE_TIME_LIMIT
@@ -97,6 +102,41 @@ static void program_text(gen *g) {
   for (int k = 0; k < g->nparams; k++)
     upd[k] = step_update(g, k);
   step_finish(g, upd);
+}
+
+/* program_text's step, with state carried through the forward part: one
+ * forward statement in four is followed by a dropout keyed by a {state}
+ * key, a batch_norm in training mode whose running statistics are
+ * {updates} results, or a moving average of a {state} argument
+ * (randprog.h's carried), so that remat meets statements with several
+ * results, state updates and masks it must draw again. */
+static void program_text_carried(gen *g) {
+  carried c;
+  carried_init(&c);
+  step_begin(g, 4, 64, 4, 64, 1, 3);
+  int first = g->n, nfwd = (int)rand_int(8, 30), upd[3];
+  for (int i = 0; i < nfwd && g->n < MAXV / 2; i++) {
+    step_statement(g);
+    if (rand_int(0, 3) == 0)
+      step_carried_statement(g, &c);
+    if (rand_int(0, 2) == 0)
+      matmul_w(g, g->n - 1);
+  }
+  int chain = g->n - 1;
+  if (g->v[chain].kind != K_F32)
+    chain = step_pick(g);
+  for (int k = g->n - 2; k >= first && g->n < MAXV - 16; k--) {
+    val out;
+    if (g->v[k].kind != K_F32 || rand_int(0, 1) == 0 ||
+        !bcast(&g->v[chain], &g->v[k], &out))
+      continue;
+    int r = new_val(g, out.rank, out.d[0], out.d[1]);
+    emit(g, "  %%v%d = add(%%v%d, %%v%d)\n", r, chain, k);
+    chain = rand_int(0, 1) ? matmul_w(g, r) : r;
+  }
+  for (int k = 0; k < g->nparams; k++)
+    upd[k] = step_update(g, k);
+  step_finish_carried(g, upd, &c);
 }
 
 /* ---- Running a step -------------------------------------------------------- */
@@ -514,6 +554,19 @@ int main(void) {
     if (ilp && w == 0 && o.steps < ORACLE_STEPS)
       oracle_compare(g.buf, &o);
   }
+  /* Then steps that carry state, after the others (whose stream they
+   * leave as it was). */
+  int dropouts = 0, batch_norms = 0;
+  for (int it = 0; it < CARRIED_PROGRAMS && failures == 0; it++) {
+    program_text_carried(&g);
+    dropouts += strstr(g.buf, "dropout(") != NULL;
+    batch_norms += strstr(g.buf, "batch_norm(") != NULL;
+    int w = it % 4 == 3 ? 2 : it % 2;
+    sweep(g.buf, &WAYS[w], &t[w]);
+  }
+  printf("test_remat: %d steps carry state, %d with dropout, %d with "
+         "batch_norm\n", CARRIED_PROGRAMS, dropouts, batch_norms);
+  CHECK(dropouts * 4 > CARRIED_PROGRAMS && batch_norms * 4 > CARRIED_PROGRAMS);
   int programs = 0, recomputing = 0, remats = 0;
   for (int w = 0; w < 3; w++) {
     printf("test_remat: %s: %d programs, %d budgets, %d accepted, %d "
