@@ -469,13 +469,14 @@ static raf_status remat_func(const options *o, raf_module *m, raf_func *f) {
   raf_remat_fn G;
   if (raf_remat_graph_build(f, &G) != RAF_OK)
     return RAF_ERROR;
-  if (o->ilp && G.g.n > MAX_ILP_NODES) {
-    raf_diag_report(o->ctx, f->loc, RAF_SEV_ERROR,
-                    "remat: @%s has %d statements; solver=ilp takes at most "
-                    "%d (use the default solver)", f->name, G.g.n,
-                    MAX_ILP_NODES);
-    raf_remat_graph_free(&G);
-    return RAF_ERROR;
+  options greedy_only = *o;
+  if (o->ilp && G.g.n > MAX_ILP_NODES) { /* greedy's schedule, said so */
+    raf_diag_report(o->ctx, f->loc, RAF_SEV_NOTE,
+                    "remat: @%s has %d statements, more than the exact "
+                    "solver takes (%d): solver=ilp keeps the greedy "
+                    "solver's schedule", f->name, G.g.n, MAX_ILP_NODES);
+    greedy_only.ilp = false;
+    o = &greedy_only;
   }
   int64_t before, budget;
   raf_status st = real_peak(m, f, &before);
