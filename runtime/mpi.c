@@ -87,26 +87,6 @@ const char *const raf_mpi_unavailable =
     "was configured; install libopenmpi-dev and openmpi-bin and configure "
     "again)";
 
-/* all_reduce's op = "min" or "max": exact in every type, so halves go
- * through f32 and back unchanged. */
-static int extreme(const raf_kernel *k, const void *in, void *out,
-                   int64_t count, bool max) {
-  raf_dtype dt = k->in[0]->type->dtype;
-  float *wide = NULL;
-  if (is_half(dt)) {
-    if (!(wide = malloc((size_t)count * sizeof(float) + 1)))
-      return MPI_ERR_NO_MEM;
-    raf_elem_convert(RAF_F32, wide, dt, in, count);
-  }
-  int rc = MPI_Allreduce(wide ? MPI_IN_PLACE : in, wide ? (void *)wide : out,
-                         (int)count, mpi_type(wide ? RAF_F32 : dt),
-                         max ? MPI_MAX : MPI_MIN, MPI_COMM_WORLD);
-  if (wide && rc == MPI_SUCCESS)
-    raf_elem_convert(dt, out, RAF_F32, wide, count);
-  free(wide);
-  return rc;
-}
-
 static raf_status mpi_collective(const raf_kernel *k) {
   return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
 }
