@@ -34,7 +34,7 @@ and are skipped, saying so, in a build without MPI; rows that need a dialect
 (onednn, cblas) are skipped where raf-run does not list it. Exit status 1 when
 a cell fails, else 0.
 """
-import argparse, concurrent.futures, itertools, json, os, re, shutil, struct, subprocess
+import argparse, concurrent.futures, itertools, json, os, re, shutil, subprocess
 import sys, tempfile, time
 
 import numpy as np
@@ -42,7 +42,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
 import models  # noqa: E402
+from safetensors_np import read as read_safetensors  # noqa: E402
 
 STEPS = 5
 TIMEOUT = 120
@@ -269,22 +271,6 @@ def shell(cmd, env):
     extra = " ".join(f"{k}={v}" for k, v in sorted(env.items()))
     return (extra + " " if extra else "") + " ".join(
         c if re.fullmatch(r"[\w@%+=:,./{}-]+", c) else "'" + c + "'" for c in cmd)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    dt = {"F32": np.float32, "F64": np.float64, "I64": np.int64, "I32": np.int32,
-          "F16": np.float16}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dt[t["dtype"]]).reshape(t["shape"])
-    return out
 
 
 class Cell:

@@ -33,27 +33,15 @@ rank's error, and a world the module was not sharded for is refused.
 Every mpirun runs under a timeout, so a hang fails the test. Skipped (exit
 77, as CTest's SKIP_RETURN_CODE) when raf-run was built without MPI.
 """
-import argparse, json, os, re, struct, subprocess, sys, tempfile
+import argparse, json, os, re, subprocess, sys, tempfile
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pylib"))
+from safetensors_np import read as read_safetensors  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = 10
 TIMEOUT = 180
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    dt = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = t["data_offsets"]
-        out[name] = np.frombuffer(data[a:b], dt[t["dtype"]]).reshape(t["shape"])
-    return out
 
 
 def run(cmd, **kw):

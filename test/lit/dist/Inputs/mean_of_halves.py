@@ -4,21 +4,12 @@ after one SGD step is the mean of two processes that each train on one
 half of the batch: the same loss (the ranks' mean), params (the update is
 linear in the gradient, and the gradient the mean of the halves') and
 running statistics (the ranks' mean)."""
-import json, struct, sys
+import json, os, sys
 import numpy as np
 
-
-def tensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        body = f.read()
-    out = {}
-    for name, t in header.items():
-        if name != "__metadata__":
-            b, e = t["data_offsets"]
-            out[name] = np.frombuffer(body[b:e], np.float32).reshape(t["shape"])
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "pylib"))
+from safetensors_np import read as tensors  # noqa: E402
 
 
 def first_loss(path):
