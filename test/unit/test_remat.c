@@ -49,7 +49,7 @@ static int failures;
 #define PROGRAMS 300
 #endif
 /* Of which these many more carry state (dropout, batch_norm, a moving
- * average: program_text_carried). */
+ * average: program_text with a carried). */
 #define CARRIED_PROGRAMS (PROGRAMS / 5)
 
 /* Steps of at most this many statements are measured against the exact
@@ -74,13 +74,21 @@ static int matmul_w(gen *g, int a) {
  * after one in three; then a backward chain that combines, from the last
  * forward value to the first, two in three of those it broadcasts with,
  * through a matmul every other time (and a random statement now and then
- * between them); then each param's update. */
-static void program_text(gen *g) {
+ * between them); then each param's update. With c, state is carried
+ * through the forward part: one forward statement in four is followed by
+ * a dropout keyed by a {state} key, a batch_norm in training mode whose
+ * running statistics are {updates} results, or a moving average of a
+ * {state} argument (randprog.h's carried), so that remat meets statements
+ * with several results, state updates and masks it must draw again;
+ * without, the random stream is the one it always was. */
+static void program_text(gen *g, carried *c) {
   static const char *binary[] = {"add", "sub", "mul", "maximum"};
   step_begin(g, 4, 64, 4, 64, 1, 3);
   int first = g->n, nfwd = (int)rand_int(8, 30), upd[3];
   for (int i = 0; i < nfwd && g->n < MAXV / 2; i++) {
     step_statement(g);
+    if (c && rand_int(0, 3) == 0)
+      step_carried_statement(g, c);
     if (rand_int(0, 2) == 0)
       matmul_w(g, g->n - 1);
   }
@@ -101,42 +109,7 @@ static void program_text(gen *g) {
   }
   for (int k = 0; k < g->nparams; k++)
     upd[k] = step_update(g, k);
-  step_finish(g, upd);
-}
-
-/* program_text's step, with state carried through the forward part: one
- * forward statement in four is followed by a dropout keyed by a {state}
- * key, a batch_norm in training mode whose running statistics are
- * {updates} results, or a moving average of a {state} argument
- * (randprog.h's carried), so that remat meets statements with several
- * results, state updates and masks it must draw again. */
-static void program_text_carried(gen *g) {
-  carried c;
-  carried_init(&c);
-  step_begin(g, 4, 64, 4, 64, 1, 3);
-  int first = g->n, nfwd = (int)rand_int(8, 30), upd[3];
-  for (int i = 0; i < nfwd && g->n < MAXV / 2; i++) {
-    step_statement(g);
-    if (rand_int(0, 3) == 0)
-      step_carried_statement(g, &c);
-    if (rand_int(0, 2) == 0)
-      matmul_w(g, g->n - 1);
-  }
-  int chain = g->n - 1;
-  if (g->v[chain].kind != K_F32)
-    chain = step_pick(g);
-  for (int k = g->n - 2; k >= first && g->n < MAXV - 16; k--) {
-    val out;
-    if (g->v[k].kind != K_F32 || rand_int(0, 1) == 0 ||
-        !bcast(&g->v[chain], &g->v[k], &out))
-      continue;
-    int r = new_val(g, out.rank, out.d[0], out.d[1]);
-    emit(g, "  %%v%d = add(%%v%d, %%v%d)\n", r, chain, k);
-    chain = rand_int(0, 1) ? matmul_w(g, r) : r;
-  }
-  for (int k = 0; k < g->nparams; k++)
-    upd[k] = step_update(g, k);
-  step_finish_carried(g, upd, &c);
+  step_finish_carried(g, upd, c);
 }
 
 /* ---- Running a step -------------------------------------------------------- */
@@ -547,7 +520,7 @@ int main(void) {
   bool ilp = ilp_available();
   oracle o = {0};
   for (int it = 0; it < PROGRAMS && failures == 0; it++) {
-    program_text(&g);
+    program_text(&g, NULL);
     /* The llvm way compiles kernels: one program in four. */
     int w = it % 4 == 3 ? 2 : it % 2;
     sweep(g.buf, &WAYS[w], &t[w]);
@@ -558,7 +531,9 @@ int main(void) {
    * leave as it was). */
   int dropouts = 0, batch_norms = 0;
   for (int it = 0; it < CARRIED_PROGRAMS && failures == 0; it++) {
-    program_text_carried(&g);
+    carried c;
+    carried_init(&c);
+    program_text(&g, &c);
     dropouts += strstr(g.buf, "dropout(") != NULL;
     batch_norms += strstr(g.buf, "batch_norm(") != NULL;
     int w = it % 4 == 3 ? 2 : it % 2;
