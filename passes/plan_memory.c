@@ -341,6 +341,20 @@ static void find_donatable(const raf_mem_plan *p, bool on, int *donatable) {
   }
 }
 
+/* Whether a result of the statement at position k other than r
+ * overwrites its operand i already: two results cannot both take its
+ * buffer (a recomputed fused call's results, one of which updates a
+ * state). */
+static bool overwritten_by_other(const raf_mem_plan *p, int k, int r, int i) {
+  const raf_stmt *s = p->stmt[k];
+  for (int q = 0; q < s->nresults; q++) {
+    int in = p->v[p->first[k] + q].inplace;
+    if (q != r && in >= 0 && s->operands[in].value == s->operands[i].value)
+      return true;
+  }
+  return false;
+}
+
 /* Donates argument a's buffer (with the chain that overwrites it, if
  * any) to the result v that updates it: v is written there when nothing
  * in it is read after v's statement, and that statement reads nothing in
@@ -358,7 +372,8 @@ static void donate(raf_mem_plan *p, buffer *bufs, int *nbufs, int *buf_of,
   int r = v->value->index, i = -1;
   bool ok = b->end < v->def;
   for (int j = 0; !ok && b->end == v->def && j < s->noperands; j++)
-    if (buf_of[raf_mem_id(p, s->operands[j].value)] == buf_of[a] &&
+    if (!overwritten_by_other(p, v->def, r, j) &&
+        buf_of[raf_mem_id(p, s->operands[j].value)] == buf_of[a] &&
         p->v[raf_mem_id(p, s->operands[j].value)].last == v->def &&
         may_overwrite(p, v->def, r, j)) {
       ok = true;
