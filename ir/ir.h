@@ -332,7 +332,8 @@ void raf_use_set(raf_use *u, raf_value *v);
 /* Points every use of from at to. */
 void raf_value_replace_uses(raf_value *from, raf_value *to);
 bool raf_value_has_uses(const raf_value *v);
-/* Removes f from its module; calls of it must be gone. */
+/* Removes f from its module, with the other functions' attributes that
+ * name it (a training step's {step_of}); calls of it must be gone. */
 void raf_func_erase(raf_func *f);
 /* Moves g to just before `before` in m's list of functions (a function a
  * pass makes for a caller goes before it, as the printer then shows). */

@@ -300,8 +300,21 @@ raf_func *raf_module_find_func(const raf_module *m, const char *name) {
   return raf_strmap_get(&m->funcs, name, strlen(name));
 }
 
+/* Drops from attrs the function attributes that name f. */
+static void drop_func_refs(raf_attrs *attrs, const raf_func *f) {
+  int n = 0;
+  for (int i = 0; i < attrs->n; i++)
+    if (!(attrs->v[i].kind == RAF_ATTR_FUNC && attrs->v[i].val.u.func == f))
+      attrs->v[n++] = attrs->v[i];
+  attrs->n = n;
+}
+
 void raf_func_erase(raf_func *f) {
   raf_module *m = f->module;
+  /* The links to it (a step's {step_of}) go with it. */
+  for (raf_func *g = m->first; g; g = g->next)
+    if (g != f)
+      drop_func_refs(&g->attrs, f);
   raf_strmap_remove(&m->funcs, f->name, strlen(f->name));
   raf_strmap_free(&f->names);
   if (f->prev)

@@ -147,6 +147,8 @@ typedef struct raf_attr_spec {
    NULL}
 #define A_VALUE_OPT(n)                                                         \
   {n, RAF_ATTR_VALUE, RAF_SPEC_OPTIONAL, {.u.value = NULL}, NULL}
+#define A_FUNC_OPT(n)                                                          \
+  {n, RAF_ATTR_FUNC, RAF_SPEC_OPTIONAL, {.u.func = NULL}, NULL}
 
 /* Static facts about dtypes. */
 const char *raf_dtype_name(raf_dtype dt);

@@ -414,11 +414,6 @@ static raf_status rewrite_func(amp *A, raf_func *f) {
 
 /* ---- Loss scaling (dtype=f16) --------------------------------------------- */
 
-static bool is_grad_name(const raf_func *f) {
-  size_t len = strlen(f->name);
-  return len > 5 && strcmp(f->name + len - 5, "_grad") == 0;
-}
-
 static raf_value *add_scale_arg(raf_func *f) {
   char init[64];
   snprintf(init, sizeof init, "constant(%.17g)", RAF_LOSS_SCALE_INIT);
@@ -583,14 +578,14 @@ raf_status raf_pass_amp(raf_module *m, const raf_pass_args *args) {
   raf_func **scaled = NULL;
   if (A.low == RAF_F16) {
     for (raf_func *f = m->first; f; f = f->next)
-      nscaled += is_grad_name(f) && raf_is_grad_func(f, NULL) &&
+      nscaled += raf_training_is_grad(NULL, f) && raf_is_grad_func(f, NULL) &&
                  raf_func_arg_index(f, RAF_LOSS_SCALE) < 0;
     scaled = calloc((size_t)nscaled + 1, sizeof *scaled);
     if (!scaled)
       return RAF_ERROR;
     nscaled = 0;
     for (raf_func *f = m->first; f; f = f->next)
-      if (is_grad_name(f) && raf_is_grad_func(f, NULL) &&
+      if (raf_training_is_grad(NULL, f) && raf_is_grad_func(f, NULL) &&
           raf_func_arg_index(f, RAF_LOSS_SCALE) < 0) {
         if (seed_with_scale(args->ctx, f) != RAF_OK)
           A.st = RAF_ERROR;

@@ -14,6 +14,7 @@
 #define RAF_PASSES_AMP_H
 
 #include "ir/ir.h"
+#include "passes/training.h"
 
 /* The names of the scaler's state arguments. */
 #define RAF_LOSS_SCALE "loss_scale"
@@ -32,22 +33,6 @@ int raf_func_arg_index(const raf_func *f, const char *name);
  * of memory or the name is taken. */
 raf_value *raf_func_add_state(raf_func *f, const char *name, raf_type *t,
                               const char *init);
-
-/* Whether g has the shape `autodiff` gives @f_grad: a scalar float loss
- * first, then one result per {param} argument of that param's type, then
- * the forward's state updates (batch_norm's running statistics), each
- * marked {updates = %s} with s a {state} argument. When it has not and why
- * is not NULL, *why says what is wrong. */
-bool raf_is_grad_func(const raf_func *g, const char **why);
-
-/* The number of g's {param} arguments: of a gradient function, its
- * gradient results, which follow the loss; the state updates follow them. */
-int raf_func_nparams(const raf_func *g);
-
-/* Whether result i of f carries {updates = %s} with s a {state} argument
- * of f: what a forward model returns after its loss for its running
- * statistics (docs/Training.md, "State updated by the forward"). */
-bool raf_result_updates_state(const raf_func *f, int i);
 
 /* Makes step, a function whose `call` statement `call` calls a loss-scaled
  * gradient function, skip its updates on a non-finite gradient and carry

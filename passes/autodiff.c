@@ -76,7 +76,7 @@
  * other pass output.
  */
 #include "passes/autodiff.h"
-#include "passes/amp.h"
+#include "passes/training.h"
 #include "passes/pass.h"
 #include "passes/ptrmap.h"
 
@@ -466,7 +466,7 @@ static raf_status make_grad(raf_ctx *ctx, raf_module *m, raf_func *f) {
     }
   }
   autodiff A = {ctx, m, raf_func_create(m, name, f->loc), {0}, {0}, false};
-  if (!A.g) {
+  if (!A.g || raf_training_mark_grad(A.g, f) != RAF_OK) {
     oom(&A);
     return RAF_ERROR;
   }

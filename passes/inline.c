@@ -207,10 +207,14 @@ static void process(inliner *in, raf_func *f) {
   set_flags(in, f, (get_flags(in, f) & ~(unsigned)F_VISITING) | F_DONE);
 }
 
+/* A training step's {step_of} links it to the gradient function it
+ * called, and does not keep that function alive once inlined: erasing it
+ * drops the link (raf_func_erase). */
 static void mark_named(raf_attrs *a, void *inliner_) {
   inliner *in = inliner_;
   for (int i = 0; i < a->n; i++)
-    if (a->v[i].kind == RAF_ATTR_FUNC && a->v[i].val.u.func)
+    if (a->v[i].kind == RAF_ATTR_FUNC && a->v[i].val.u.func &&
+        strcmp(a->v[i].name, "step_of") != 0)
       add_flags(in, a->v[i].val.u.func, F_NAMED);
 }
 

@@ -41,41 +41,6 @@ int raf_func_arg_index(const raf_func *f, const char *name) {
   return -1;
 }
 
-int raf_func_nparams(const raf_func *g) {
-  int n = 0;
-  for (int i = 0; i < g->nargs; i++)
-    n += raf_arg_flag(&g->args[i], "param");
-  return n;
-}
-
-bool raf_result_updates_state(const raf_func *f, int i) {
-  const raf_arg *a = raf_result_updates(f, i);
-  return a && raf_arg_flag(a, "state");
-}
-
-bool raf_is_grad_func(const raf_func *g, const char **why) {
-  int nparams = raf_func_nparams(g);
-  const raf_type *loss = g->nresults ? g->results[0].type : NULL;
-  const char *bad = NULL;
-  if (!loss || loss->rank != 0 || !raf_dtype_is_float(loss->dtype))
-    bad = "its first result is not a scalar float loss";
-  else if (nparams == 0)
-    bad = "it has no {param} argument";
-  else if (g->nresults < 1 + nparams)
-    bad = "it does not return one gradient per {param} argument";
-  for (int i = 0, r = 1; !bad && i < g->nargs; i++)
-    if (raf_arg_flag(&g->args[i], "param") &&
-        g->results[r++].type != g->args[i].value->type)
-      bad = "a gradient's type differs from its param's";
-  for (int r = 1 + nparams; !bad && r < g->nresults; r++)
-    if (!raf_result_updates_state(g, r))
-      bad = "a result after the gradients does not update a {state} "
-            "argument";
-  if (why)
-    *why = bad;
-  return bad == NULL;
-}
-
 raf_value *raf_func_add_state(raf_func *f, const char *name, raf_type *t,
                               const char *init) {
   raf_module *m = f->module;

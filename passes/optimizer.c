@@ -32,8 +32,10 @@
  * (1 + cos(pi q)) / 2 with q = (t - warmup) / (total - warmup) clamped to
  * [0, 1]; otherwise lr.
  *
- * Which functions: the one named by option func=NAME, else every function
- * whose name ends in "_grad". A chosen function that does not have
+ * Which functions: the one named by option func=NAME, else every gradient
+ * function (marked {grad_of = @f} by autodiff; in older modules, named
+ * NAME_grad: passes/training.h). The step is named after the model,
+ * @f_train_step, and marked {step_of = @f_grad}. A chosen function that does not have
  * @f_grad's shape (a scalar float loss first, then as many results as it
  * has params, each of its param's type), or a module with none, is a
  * located error that says what is expected.
@@ -213,20 +215,15 @@ static int arg_index_of(const raf_func *f, const raf_value *v) {
 /* Builds @<base>_train_step from the gradient function gf. */
 static raf_status build_step(raf_ctx *ctx, raf_module *m, raf_func *gf,
                              const options *o) {
-  size_t len = strlen(gf->name);
-  size_t base = len > 5 && strcmp(gf->name + len - 5, "_grad") == 0 ? len - 5
-                                                                    : len;
-  char *name = malloc(base + sizeof "_train_step");
+  char *name = raf_training_step_name(gf);
   if (!name)
     return RAF_ERROR;
-  memcpy(name, gf->name, base);
-  strcpy(name + base, "_train_step");
   raf_func *f = raf_func_create(m, name, gf->loc);
   if (!f)
     raf_diag_report(ctx, gf->loc, RAF_SEV_ERROR,
                     "optimizer: @%s exists already", name);
   free(name);
-  if (!f)
+  if (!f || raf_training_mark_step(f, gf) != RAF_OK)
     return RAF_ERROR;
 
   int nargs = gf->nargs, nparams = raf_func_nparams(gf);
@@ -392,9 +389,8 @@ raf_status raf_pass_optimizer(raf_module *m, const raf_pass_args *args) {
   int n = 0, cap = 0;
   raf_func **chosen = NULL;
   for (raf_func *f = m->first; f; f = f->next) {
-    size_t len = strlen(f->name);
     bool pick = only ? strcmp(f->name, only) == 0
-                     : len > 5 && strcmp(f->name + len - 5, "_grad") == 0;
+                     : raf_training_is_grad(args->ctx, f);
     if (!pick)
       continue;
     if (n == cap) {
@@ -416,8 +412,8 @@ raf_status raf_pass_optimizer(raf_module *m, const raf_pass_args *args) {
     else
       raf_diag_report(args->ctx, (raf_loc){0}, RAF_SEV_ERROR,
                       "optimizer: the module has no gradient function: "
-                      "expected a function @NAME_grad (run --autodiff "
-                      "first) or func=NAME");
+                      "expected one that autodiff made ({grad_of = @f}), "
+                      "or func=NAME");
     st = RAF_ERROR;
   }
   for (int i = 0; i < n; i++)

@@ -829,19 +829,6 @@ done:
 
 /* ---- The pass ------------------------------------------------------------- */
 
-/* The call of @F_grad in @F_train_step, or NULL. */
-static raf_stmt *grad_call(raf_func *step) {
-  size_t n = strlen(step->name), k = strlen("_train_step");
-  if (n <= k || strcmp(step->name + n - k, "_train_step"))
-    return NULL;
-  for (raf_stmt *s = step->first; s; s = s->next)
-    if (s->op == RAF_OP_CALL && strlen(s->callee->name) == n - k + 5 &&
-        strncmp(s->callee->name, step->name, n - k) == 0 &&
-        strcmp(s->callee->name + n - k, "_grad") == 0)
-      return s;
-  return NULL;
-}
-
 static raf_status shard_step(shard *S) {
   const raf_attr *w = raf_attrs_find(&S->step->attrs, "world");
   if (w)
@@ -938,8 +925,8 @@ raf_status raf_pass_shard(raf_module *m, const raf_pass_args *args) {
   }
   int done = 0;
   for (raf_func *f = m->first; f && S.st == RAF_OK; f = f->next) {
-    raf_stmt *call = grad_call(f);
-    if (!call)
+    raf_stmt *call = NULL;
+    if (!raf_training_step_grad(args->ctx, f, &call))
       continue;
     S.step = f;
     S.call = call;
