@@ -73,6 +73,15 @@ bool raf_training_is_grad(raf_ctx *ctx, const raf_func *f) {
   return true;
 }
 
+raf_func *raf_training_grad_func(raf_module *m, const raf_func *f) {
+  for (raf_func *g = m->first; g; g = g->next) {
+    const raf_attr *of = func_mark(g, "grad_of");
+    if (of && of->val.u.func == f)
+      return g;
+  }
+  return NULL;
+}
+
 raf_func *raf_training_step_grad(raf_ctx *ctx, raf_func *step,
                                  raf_stmt **call) {
   const raf_attr *mark = func_mark(step, "step_of");

@@ -35,6 +35,10 @@ bool raf_is_grad_func(const raf_func *g, const char **why);
  * not be enough in a later version). */
 bool raf_training_is_grad(raf_ctx *ctx, const raf_func *f);
 
+/* The gradient function of the model f in m: the one marked
+ * {grad_of = @f}; NULL when none is. */
+raf_func *raf_training_grad_func(raf_module *m, const raf_func *f);
+
 /* The gradient function the training step `step` calls: its {step_of}
  * mark, or, unmarked, @NAME_grad when step is @NAME_train_step (with the
  * note); the call's statement goes to *call. NULL when step is no step. */

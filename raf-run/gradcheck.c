@@ -31,6 +31,7 @@
  * copied one at a time through that device.
  */
 #include "raf-run/gradcheck.h"
+#include "passes/training.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -235,12 +236,11 @@ raf_status rr_gradcheck(raf_ctx *ctx, raf_exec *args_ex, const raf_module *m,
   raf_module *g = f64_copy(ctx, m);
   if (!g)
     return RAF_ERROR;
-  char opt[300], dopt[600], gname[300];
+  char opt[300], dopt[600];
   snprintf(opt, sizeof opt, "func=%s", f->name);
   snprintf(dopt, sizeof dopt, "device=%s%s%s",
            raf_device_kind_name(o->device), o->dialects ? " dialects=" : "",
            o->dialects ? o->dialects : "");
-  snprintf(gname, sizeof gname, "%s_grad", f->name);
   raf_pipeline *pl = raf_pipeline_create(ctx);
   raf_status rc = pl && raf_pipeline_add(pl, "autodiff", opt) == RAF_OK &&
                           raf_pipeline_add(pl, "dispatch", dopt) == RAF_OK &&
@@ -249,7 +249,7 @@ raf_status rr_gradcheck(raf_ctx *ctx, raf_exec *args_ex, const raf_module *m,
                       : RAF_ERROR;
   raf_pipeline_destroy(pl);
   raf_func *fg = rc == RAF_OK ? raf_module_find_func(g, f->name) : NULL;
-  raf_func *gg = rc == RAF_OK ? raf_module_find_func(g, gname) : NULL;
+  raf_func *gg = fg ? raf_training_grad_func(g, fg) : NULL;
   raf_exec_options eo = {.threads = o->threads};
   raf_exec *ex = NULL;
   if (fg && gg && raf_device_open(ctx, o->device, 0, &eo.device) == RAF_OK)
