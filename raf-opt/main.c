@@ -27,6 +27,36 @@ typedef struct options {
   raf_pipeline_options pipe;
 } options;
 
+/* The options, from flags.def. */
+typedef enum flag_id {
+#define FLAG(ID, name, value, help) FLAG_##ID,
+#include "raf-opt/flags.def"
+#undef FLAG
+  FLAG_COUNT
+} flag_id;
+
+typedef struct flag_row {
+  const char *name, *value, *help;
+} flag_row;
+
+static const flag_row FLAGS[FLAG_COUNT] = {
+#define FLAG(ID, name, value, help) [FLAG_##ID] = {name, value, help},
+#include "raf-opt/flags.def"
+#undef FLAG
+};
+
+/* "  --NAME[=VALUE]" padded to the help column, then the help, whose
+ * continuation lines start at that column too. */
+static void usage_line(FILE *f, const char *left, const char *help) {
+  fprintf(f, "  %-32s", left);
+  for (const char *h = help; *h; h++) {
+    fputc(*h, f);
+    if (*h == '\n')
+      fprintf(f, "  %-32s", "");
+  }
+  fputc('\n', f);
+}
+
 static void usage(FILE *f) {
   size_t n;
   const raf_pass_info *passes = raf_pass_list(&n);
@@ -35,40 +65,27 @@ static void usage(FILE *f) {
           "Reads a .raf module (stdin when no file or '-'), runs the passes in\n"
           "command-line order and prints the result.\n\n"
           "Passes (see --list-passes):\n");
-  for (size_t i = 0; i < n; i++)
-    fprintf(f, "  --%-28s %s\n", passes[i].name, passes[i].summary);
-  fprintf(f,
-          "  --PASS=\"k=v ...\"              a pass with options\n"
-          "  -p, --pass-pipeline=PIPELINE    passes as 'a,b{k=v},c'\n"
-          "  --dialects=a,b                  dispatch to these dialects, "
-          "highest priority first\n\n"
-          "Options:\n"
-          "  -o FILE                         output file ('-': stdout)\n"
-          "  --list-passes                   list the passes and exit\n"
-          "  --verify-each, --no-verify-each verify after every pass (on)\n"
-          "  --time-passes                   report the time of each pass\n"
-          "  --print-ir-before=PASS          print the IR before PASS\n"
-          "  --print-ir-after=PASS           print the IR after PASS\n"
-          "  --print-ir-after-all            print the IR after every pass\n"
-          "  --opt-bisect-limit=N            run only the first N passes\n"
-          "  --split-input-file              treat '// -----' chunks apart\n"
-          "  --verify-diagnostics            check expected-error annotations\n"
-          "  --print-loc                     print statement locations\n"
-          "  --emit=raf|dot|llvm|ptx         output form (dot: Graphviz; llvm,\n"
-          "                                  ptx: the fused functions' kernels)\n"
-          "  --cuda-arch=sm_NN               the GPU of --emit=ptx (sm_80)\n"
-          "  --mcpu=CPU                      the CPU of --emit=llvm (the host)\n"
-          "  --codegen-opt=0|3               O3 on the kernels, or none (3)\n"
-          "  --stats                         print the statement count and each\n"
-          "                                  function's tensor memory, what it\n"
-          "                                  saves for backward and its cost\n"
-          "  --help, --version\n");
+  char left[96];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(left, sizeof left, "--%s", passes[i].name);
+    usage_line(f, left, passes[i].summary);
+  }
+  usage_line(f, "--PASS=\"k=v ...\"", "a pass with options");
+  fprintf(f, "\nOptions:\n");
+  usage_line(f, "-o FILE", "output file ('-': stdout)");
+  for (int i = 0; i < FLAG_COUNT; i++) {
+    snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name,
+             FLAGS[i].value ? "=" : "", FLAGS[i].value ? FLAGS[i].value : "");
+    usage_line(f, left, FLAGS[i].help);
+  }
 }
 
-/* "--name=value" -> value, when arg starts with "--name=". */
-static const char *flag_value(const char *arg, const char *name) {
-  size_t n = strlen(name);
-  return strncmp(arg, name, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
+/* The row of the option spelled name[0..len), or FLAG_COUNT. */
+static flag_id find_flag(const char *name, size_t len) {
+  for (int i = 0; i < FLAG_COUNT; i++)
+    if (strlen(FLAGS[i].name) == len && strncmp(FLAGS[i].name, name, len) == 0)
+      return (flag_id)i;
+  return FLAG_COUNT;
 }
 
 static bool is_pass(const char *name, size_t len) {
@@ -77,25 +94,15 @@ static bool is_pass(const char *name, size_t len) {
   return len < sizeof buf && raf_pass_lookup(buf, NULL);
 }
 
-/* The options of parse_args, without their dashes, for suggestions; the
- * passes are options too. */
-static const char *const option_names[] = {
-    "help",          "version",          "list-passes",
-    "pass-pipeline", "verify-each",      "no-verify-each",
-    "time-passes",   "print-ir-before",  "print-ir-after",
-    "print-ir-after-all", "opt-bisect-limit", "dialects",
-    "split-input-file", "verify-diagnostics", "print-loc",
-    "stats",         "emit",             "cuda-arch",
-    "mcpu",          "codegen-opt"};
-
 /* Reports an unknown option a, with the option it most likely misspells. */
 static void unknown_option(const char *a) {
-  size_t nopts = sizeof option_names / sizeof option_names[0], npasses;
+  size_t nopts = FLAG_COUNT, npasses;
   const raf_pass_info *passes = raf_pass_list(&npasses);
   const char **names = malloc((nopts + npasses) * sizeof *names);
   const char *word = a + strspn(a, "-"), *near = NULL;
   if (names) {
-    memcpy(names, option_names, sizeof option_names);
+    for (size_t i = 0; i < nopts; i++)
+      names[i] = FLAGS[i].name;
     for (size_t i = 0; i < npasses; i++)
       names[nopts + i] = passes[i].name;
     near = raf_suggest(word, strcspn(word, "="), names, nopts + npasses);
@@ -141,105 +148,130 @@ static bool check_cuda_arch(const char *arch) {
 }
 
 /* Parses argv; returns -1 to go on, else an exit status. */
+/* Applies option id with its value v (NULL for a switch); returns -1 to
+ * go on, else an exit status. */
+static int apply_flag(flag_id id, const char *v, options *o,
+                      raf_pipeline *pl) {
+  switch (id) {
+  case FLAG_HELP:
+    usage(stdout);
+    return 0;
+  case FLAG_VERSION:
+    printf("raf-opt %s\n", RAF_VERSION);
+    return 0;
+  case FLAG_LIST_PASSES: {
+    size_t n;
+    const raf_pass_info *p = raf_pass_list(&n);
+    for (size_t k = 0; k < n; k++)
+      printf("%-16s %s\n", p[k].name, p[k].summary);
+    return 0;
+  }
+  case FLAG_PASS_PIPELINE:
+    return raf_pipeline_parse(pl, v) == RAF_OK ? -1 : 2;
+  case FLAG_DIALECTS: {
+    /* Shorthand for --dispatch="dialects=...", in command-line order. */
+    char opts[512];
+    snprintf(opts, sizeof opts, "dialects=%s", v);
+    return raf_pipeline_add(pl, "dispatch", opts) == RAF_OK ? -1 : 2;
+  }
+  case FLAG_VERIFY_EACH: o->pipe.verify_each = true; return -1;
+  case FLAG_NO_VERIFY_EACH: o->pipe.verify_each = false; return -1;
+  case FLAG_TIME_PASSES: o->pipe.time_passes = true; return -1;
+  case FLAG_PRINT_IR_BEFORE:
+    if (!check_pass_flag("--print-ir-before", v))
+      return 2;
+    o->pipe.print_before = v;
+    return -1;
+  case FLAG_PRINT_IR_AFTER:
+    if (!check_pass_flag("--print-ir-after", v))
+      return 2;
+    o->pipe.print_after = v;
+    return -1;
+  case FLAG_PRINT_IR_AFTER_ALL: o->pipe.print_after_all = true; return -1;
+  case FLAG_OPT_BISECT_LIMIT: {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || end == v || n < -1) {
+      fprintf(stderr, "raf-opt: bad --opt-bisect-limit '%s'\n", v);
+      return 2;
+    }
+    o->pipe.bisect_limit = (int)n;
+    return -1;
+  }
+  case FLAG_SPLIT_INPUT_FILE: o->split = true; return -1;
+  case FLAG_VERIFY_DIAGNOSTICS: o->verify_diags = true; return -1;
+  case FLAG_PRINT_LOC: o->print_loc = true; return -1;
+  case FLAG_STATS: o->stats = true; return -1;
+  case FLAG_EMIT: {
+    static const char *const forms[] = {"raf", "dot", "llvm", "ptx"};
+    for (int k = 0; k < 4; k++)
+      if (strcmp(v, forms[k]) == 0) {
+        o->emit = k;
+        return -1;
+      }
+    fprintf(stderr, "raf-opt: unknown --emit=%s (raf, dot, llvm, ptx)\n", v);
+    return 2;
+  }
+  case FLAG_CUDA_ARCH:
+    if (!check_cuda_arch(v))
+      return 2;
+    o->cuda_arch = v;
+    return -1;
+  case FLAG_MCPU: o->mcpu = v; return -1;
+  case FLAG_CODEGEN_OPT:
+    if (strcmp(v, "0") != 0 && strcmp(v, "3") != 0) {
+      fprintf(stderr, "raf-opt: bad --codegen-opt=%s (0, 3)\n", v);
+      return 2;
+    }
+    o->codegen_unopt = v[0] == '0';
+    return -1;
+  case FLAG_COUNT: break;
+  }
+  return -1;
+}
+
+/* Parses argv; returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = NULL;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--version") == 0) {
-      printf("raf-opt %s\n", RAF_VERSION);
-      return 0;
-    } else if (strcmp(a, "--list-passes") == 0) {
-      size_t n;
-      const raf_pass_info *p = raf_pass_list(&n);
-      for (size_t k = 0; k < n; k++)
-        printf("%-16s %s\n", p[k].name, p[k].summary);
-      return 0;
-    } else if (strcmp(a, "-o") == 0) {
+    const char *a = argv[i];
+    /* The short forms: -h, -o FILE, -p PIPELINE. */
+    if (strcmp(a, "-h") == 0)
+      return apply_flag(FLAG_HELP, NULL, o, pl);
+    if (strcmp(a, "-o") == 0 || strcmp(a, "-p") == 0) {
       if (++i == argc) {
-        fprintf(stderr, "raf-opt: -o needs a file name\n");
+        fprintf(stderr, "raf-opt: %s needs %s\n", a,
+                a[1] == 'o' ? "a file name" : "a pipeline");
         return 2;
       }
-      o->output = argv[i];
-    } else if (strcmp(a, "-p") == 0 || (v = flag_value(a, "--pass-pipeline"))) {
-      if (a[1] == 'p' && ++i == argc) {
-        fprintf(stderr, "raf-opt: -p needs a pipeline\n");
+      int rc = -1;
+      if (a[1] == 'o')
+        o->output = argv[i];
+      else
+        rc = apply_flag(FLAG_PASS_PIPELINE, argv[i], o, pl);
+      if (rc >= 0)
+        return rc;
+      continue;
+    }
+    size_t len = a[0] == '-' && a[1] == '-' ? strcspn(a + 2, "=") : 0;
+    flag_id id = len ? find_flag(a + 2, len) : FLAG_COUNT;
+    const char *v = len && a[2 + len] == '=' ? a + 3 + len : NULL;
+    if (id != FLAG_COUNT) {
+      const flag_row *f = &FLAGS[id];
+      if (!f->value != !v) {
+        if (f->value)
+          fprintf(stderr, "raf-opt: --%s needs a value: --%s=%s\n", f->name,
+                  f->name, f->value);
+        else
+          fprintf(stderr, "raf-opt: --%s takes no value\n", f->name);
         return 2;
       }
-      if (raf_pipeline_parse(pl, a[1] == 'p' ? argv[i] : v) != RAF_OK)
-        return 2;
-    } else if (strcmp(a, "--verify-each") == 0) {
-      o->pipe.verify_each = true;
-    } else if (strcmp(a, "--no-verify-each") == 0) {
-      o->pipe.verify_each = false;
-    } else if (strcmp(a, "--time-passes") == 0) {
-      o->pipe.time_passes = true;
-    } else if ((v = flag_value(a, "--print-ir-before"))) {
-      if (!check_pass_flag("--print-ir-before", v))
-        return 2;
-      o->pipe.print_before = v;
-    } else if ((v = flag_value(a, "--print-ir-after"))) {
-      if (!check_pass_flag("--print-ir-after", v))
-        return 2;
-      o->pipe.print_after = v;
-    } else if (strcmp(a, "--print-ir-after-all") == 0) {
-      o->pipe.print_after_all = true;
-    } else if ((v = flag_value(a, "--opt-bisect-limit"))) {
-      char *end;
-      long n = strtol(v, &end, 10);
-      if (*end || end == v || n < -1) {
-        fprintf(stderr, "raf-opt: bad --opt-bisect-limit '%s'\n", v);
-        return 2;
-      }
-      o->pipe.bisect_limit = (int)n;
-    } else if ((v = flag_value(a, "--dialects"))) {
-      /* Shorthand for --dispatch="dialects=...", in command-line order. */
-      char opts[512];
-      snprintf(opts, sizeof opts, "dialects=%s", v);
-      if (raf_pipeline_add(pl, "dispatch", opts) != RAF_OK)
-        return 2;
-    } else if (strcmp(a, "--split-input-file") == 0) {
-      o->split = true;
-    } else if (strcmp(a, "--verify-diagnostics") == 0) {
-      o->verify_diags = true;
-    } else if (strcmp(a, "--print-loc") == 0) {
-      o->print_loc = true;
-    } else if (strcmp(a, "--stats") == 0) {
-      o->stats = true;
-    } else if ((v = flag_value(a, "--emit"))) {
-      if (strcmp(v, "raf") == 0)
-        o->emit = EMIT_RAF;
-      else if (strcmp(v, "dot") == 0)
-        o->emit = EMIT_DOT;
-      else if (strcmp(v, "llvm") == 0)
-        o->emit = EMIT_LLVM;
-      else if (strcmp(v, "ptx") == 0)
-        o->emit = EMIT_PTX;
-      else {
-        fprintf(stderr, "raf-opt: unknown --emit=%s (raf, dot, llvm, ptx)\n",
-                v);
-        return 2;
-      }
-    } else if ((v = flag_value(a, "--cuda-arch"))) {
-      if (!check_cuda_arch(v))
-        return 2;
-      o->cuda_arch = v;
-    } else if ((v = flag_value(a, "--mcpu"))) {
-      o->mcpu = v;
-    } else if ((v = flag_value(a, "--codegen-opt"))) {
-      if (strcmp(v, "0") != 0 && strcmp(v, "3") != 0) {
-        fprintf(stderr, "raf-opt: bad --codegen-opt=%s (0, 3)\n", v);
-        return 2;
-      }
-      o->codegen_unopt = v[0] == '0';
-    } else if (a[0] == '-' && a[1] == '-' &&
-               is_pass(a + 2, strcspn(a + 2, "="))) {
-      size_t len = strcspn(a + 2, "=");
+      int rc = apply_flag(id, v, o, pl);
+      if (rc >= 0)
+        return rc;
+    } else if (len && is_pass(a + 2, len)) {
       char name[128];
       snprintf(name, sizeof name, "%.*s", (int)len, a + 2);
-      const char *opts = a[2 + len] == '=' ? a + 3 + len : NULL;
-      if (raf_pipeline_add(pl, name, opts) != RAF_OK)
+      if (raf_pipeline_add(pl, name, v) != RAF_OK)
         return 2;
     } else if (a[0] == '-' && a[1] != 0) {
       unknown_option(a);

@@ -5,7 +5,10 @@
    registered pass, in registry order, each listing the pass's options
    (every `key` of its OPTS) and its order constraints exactly as the
    registry states them ("after `a`; before `b`, `c`").
-2. Every reference to a .md file, in every file of the repository, names a
+2. Every option of a tool's flags.def (raf-opt/flags.def) is documented in
+   its page (docs/raf-opt.md) as `--NAME`, and the page names no `--NAME`
+   option that is neither a flag nor a pass.
+3. Every reference to a .md file, in every file of the repository, names a
    file that exists: relative to the referring file's folder or to the
    repository's root (a link's #anchor is ignored).
 
@@ -20,7 +23,9 @@ import sys
 SKIP_DIRS = {".git", "Output", "__pycache__"}
 # Verbatim copies of other projects' files: their .md references are to
 # their own repositories.
-SKIP_FILES = {os.path.join("raf-import", "onnx.proto")}
+SKIP_FILES = {os.path.join("raf-import", "onnx.proto"),
+              # This file: its page names are templates.
+              os.path.join("test", "docs", "check_docs.py")}
 
 
 def registry(root):
@@ -83,6 +88,24 @@ def check_pass_table(root, problems):
 MD_REF = re.compile(r"(?<![\w/.-])([\w./-]*[\w-]\.md)(?:#[\w-]*)?\b")
 
 
+def check_flags(root, tool, problems):
+    """The FLAG rows of TOOL/flags.def against docs/TOOL.md."""
+    text = open(os.path.join(root, tool, "flags.def")).read()
+    flags = re.findall(r'^FLAG\(\w+, "([\w-]+)"', text, re.M)
+    doc_path = os.path.join(root, "docs", tool + ".md")
+    doc = open(doc_path).read()
+    passes = {name for name, _, _, _ in registry(root)}
+    for f in flags:
+        if not re.search(r"`--%s[`=/ ]" % re.escape(f), doc):
+            problems.append("docs/%s.md: option --%s of %s/flags.def is not "
+                            "documented" % (tool, f, tool))
+    for f in sorted(set(re.findall(r"`--([a-z][\w-]*[a-z])`", doc) +
+                        re.findall(r"`--([a-z][\w-]*[a-z])[=/ ]", doc))):
+        if f not in flags and f not in passes:
+            problems.append("docs/%s.md: documents --%s, which %s/flags.def "
+                            "does not have" % (tool, f, tool))
+
+
 def check_md_refs(root, problems):
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs
@@ -116,13 +139,14 @@ def main():
     root = os.path.abspath(ap.parse_args().root)
     problems = []
     check_pass_table(root, problems)
+    check_flags(root, "raf-opt", problems)
     check_md_refs(root, problems)
     for p in problems:
         print(p)
     if problems:
         return 1
-    print("check_docs: the pass table matches passes.def; every .md "
-          "reference resolves")
+    print("check_docs: the pass table matches passes.def; raf-opt's flags "
+          "are documented; every .md reference resolves")
     return 0
 
 
