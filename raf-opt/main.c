@@ -13,6 +13,7 @@
 #include "codegen/codegen.h"
 #include "include/raf/raf.h"
 #include "raf-opt/diagnostics.h"
+#include "ir/cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,27 +36,11 @@ typedef enum flag_id {
   FLAG_COUNT
 } flag_id;
 
-typedef struct flag_row {
-  const char *name, *value, *help;
-} flag_row;
-
-static const flag_row FLAGS[FLAG_COUNT] = {
+static const raf_cli_flag FLAGS[FLAG_COUNT] = {
 #define FLAG(ID, name, value, help) [FLAG_##ID] = {name, value, help},
 #include "raf-opt/flags.def"
 #undef FLAG
 };
-
-/* "  --NAME[=VALUE]" padded to the help column, then the help, whose
- * continuation lines start at that column too. */
-static void usage_line(FILE *f, const char *left, const char *help) {
-  fprintf(f, "  %-32s", left);
-  for (const char *h = help; *h; h++) {
-    fputc(*h, f);
-    if (*h == '\n')
-      fprintf(f, "  %-32s", "");
-  }
-  fputc('\n', f);
-}
 
 static void usage(FILE *f) {
   size_t n;
@@ -68,24 +53,12 @@ static void usage(FILE *f) {
   char left[96];
   for (size_t i = 0; i < n; i++) {
     snprintf(left, sizeof left, "--%s", passes[i].name);
-    usage_line(f, left, passes[i].summary);
+    raf_cli_usage_line(f, left, passes[i].summary);
   }
-  usage_line(f, "--PASS=\"k=v ...\"", "a pass with options");
+  raf_cli_usage_line(f, "--PASS=\"k=v ...\"", "a pass with options");
   fprintf(f, "\nOptions:\n");
-  usage_line(f, "-o FILE", "output file ('-': stdout)");
-  for (int i = 0; i < FLAG_COUNT; i++) {
-    snprintf(left, sizeof left, "--%s%s%s", FLAGS[i].name,
-             FLAGS[i].value ? "=" : "", FLAGS[i].value ? FLAGS[i].value : "");
-    usage_line(f, left, FLAGS[i].help);
-  }
-}
-
-/* The row of the option spelled name[0..len), or FLAG_COUNT. */
-static flag_id find_flag(const char *name, size_t len) {
-  for (int i = 0; i < FLAG_COUNT; i++)
-    if (strlen(FLAGS[i].name) == len && strncmp(FLAGS[i].name, name, len) == 0)
-      return (flag_id)i;
-  return FLAG_COUNT;
+  raf_cli_usage_line(f, "-o FILE", "output file ('-': stdout)");
+  raf_cli_usage(f, FLAGS, FLAG_COUNT);
 }
 
 static bool is_pass(const char *name, size_t len) {
@@ -94,24 +67,15 @@ static bool is_pass(const char *name, size_t len) {
   return len < sizeof buf && raf_pass_lookup(buf, NULL);
 }
 
-/* Reports an unknown option a, with the option it most likely misspells. */
+/* Reports an unknown option a, with the option or pass it most likely
+ * misspells. */
 static void unknown_option(const char *a) {
-  size_t nopts = FLAG_COUNT, npasses;
+  size_t npasses;
   const raf_pass_info *passes = raf_pass_list(&npasses);
-  const char **names = malloc((nopts + npasses) * sizeof *names);
-  const char *word = a + strspn(a, "-"), *near = NULL;
-  if (names) {
-    for (size_t i = 0; i < nopts; i++)
-      names[i] = FLAGS[i].name;
-    for (size_t i = 0; i < npasses; i++)
-      names[nopts + i] = passes[i].name;
-    near = raf_suggest(word, strcspn(word, "="), names, nopts + npasses);
-  }
-  if (near)
-    fprintf(stderr, "raf-opt: unknown option '%s'; did you mean '--%s'?\n", a,
-            near);
-  else
-    fprintf(stderr, "raf-opt: unknown option '%s' (see --help)\n", a);
+  const char **names = malloc((npasses + 1) * sizeof *names);
+  for (size_t i = 0; names && i < npasses; i++)
+    names[i] = passes[i].name;
+  raf_cli_unknown("raf-opt", a, FLAGS, FLAG_COUNT, names, names ? npasses : 0);
   free(names);
 }
 
@@ -253,24 +217,18 @@ static int parse_args(int argc, char **argv, options *o, raf_pipeline *pl) {
       continue;
     }
     size_t len = a[0] == '-' && a[1] == '-' ? strcspn(a + 2, "=") : 0;
-    flag_id id = len ? find_flag(a + 2, len) : FLAG_COUNT;
-    const char *v = len && a[2 + len] == '=' ? a + 3 + len : NULL;
-    if (id != FLAG_COUNT) {
-      const flag_row *f = &FLAGS[id];
-      if (!f->value != !v) {
-        if (f->value)
-          fprintf(stderr, "raf-opt: --%s needs a value: --%s=%s\n", f->name,
-                  f->name, f->value);
-        else
-          fprintf(stderr, "raf-opt: --%s takes no value\n", f->name);
+    const char *v;
+    int id = raf_cli_find(FLAGS, FLAG_COUNT, a, &v);
+    if (id >= 0) {
+      if (!raf_cli_value_ok("raf-opt", &FLAGS[id], v))
         return 2;
-      }
-      int rc = apply_flag(id, v, o, pl);
+      int rc = apply_flag((flag_id)id, v, o, pl);
       if (rc >= 0)
         return rc;
     } else if (len && is_pass(a + 2, len)) {
       char name[128];
       snprintf(name, sizeof name, "%.*s", (int)len, a + 2);
+      v = a[2 + len] == '=' ? a + 3 + len : NULL;
       if (raf_pipeline_add(pl, name, v) != RAF_OK)
         return 2;
     } else if (a[0] == '-' && a[1] != 0) {

@@ -30,6 +30,7 @@
 #include "raf-run/gradcheck.h"
 #include "raf-run/profile.h"
 #include "raf-run/train.h"
+#include "ir/cli.h"
 #include "raf-run/values.h"
 #include "runtime/device.h"
 #include "runtime/dialects.h"
@@ -42,56 +43,23 @@
 #include <unistd.h>
 
 
+/* The options, from flags.def. */
+typedef enum flag_id {
+#define FLAG(ID, name, value, help) FLAG_##ID,
+#include "raf-run/flags.def"
+#undef FLAG
+  FLAG_COUNT
+} flag_id;
+
+static const raf_cli_flag FLAGS[FLAG_COUNT] = {
+#define FLAG(ID, name, value, help) [FLAG_##ID] = {name, value, help},
+#include "raf-run/flags.def"
+#undef FLAG
+};
+
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: raf-run [options] FILE.raf|-\n\n"
-          "  --function=NAME            the function to call (default: the "
-          "last)\n"
-          "  --input=NAME=@FILE.npy     an argument from a .npy file\n"
-          "  --input=NAME=1,2,3         an argument inline (C order)\n"
-          "  --output=@FILE.npy         write a result (one per result, in "
-          "order)\n"
-          "  --expected-output=@F.npy   check a result (or inline values)\n"
-          "  --print=summary|full|none  how results are printed (default "
-          "summary,\n"
-          "                             none with --output or "
-          "--expected-output)\n"
-          "  --atol=X --rtol=X          tolerances of the check\n"
-          "  --steps=N                  call N times, with donation\n"
-          "  --dataset=NAME=@FILE.npy   feed consecutive slices along axis 0\n"
-          "  --log=FILE                 JSON lines, one per step\n"
-          "  --save=FILE.safetensors    write params and states after the "
-          "run\n"
-          "  --load=FILE.safetensors    read arguments by name before it\n"
-          "  --seed=N                   seed of `init` (default 0)\n"
-          "  --dialects=a,b             enabled dialects, highest priority "
-          "first\n"
-          "  --threads=N                kernel threads (default: one per "
-          "CPU)\n"
-          "  --device=cpu|cuda          where the function runs (default "
-          "cpu)\n"
-          "  --list-devices             list the devices of --device's kind "
-          "and exit\n"
-          "  --check-numerics           stop at the first NaN or Inf\n"
-          "  --cuda-sync-each           wait for the GPU after every "
-          "statement,\n"
-          "                             naming the one whose kernel "
-          "faults\n"
-          "  --print-memory             report the peak tensor memory\n"
-          "  --profile[=N]              report kernel time by op and the N\n"
-          "                             costliest statements (default 20)\n"
-          "  --print-jit-stats          report what the llvm dialect's JIT "
-          "did\n"
-          "  --print-comm               report what the collectives sent "
-          "and took\n"
-          "  --gradcheck                check autodiff's gradients of the "
-          "function\n"
-          "                             against finite differences (f64)\n"
-          "  --grad-tol=X --grad-eps=X --grad-samples=N\n"
-          "                             its tolerance (1e-4), step (1e-5) and "
-          "elements\n"
-          "                             checked per param (64)\n"
-          "  --help, --version\n");
+  fprintf(out, "usage: raf-run [options] FILE.raf|-\n\n");
+  raf_cli_usage(out, FLAGS, FLAG_COUNT);
 }
 
 /* The version, and the dialects this build can run. */
@@ -101,11 +69,6 @@ static void print_version(void) {
     if (!raf_dialect_unavailable((raf_dialect)i))
       printf(" %s", raf_dialect_get((raf_dialect)i)->name);
   printf(")\n");
-}
-
-static const char *flag_value(const char *arg, const char *flag) {
-  size_t n = strlen(flag);
-  return strncmp(arg, flag, n) == 0 && arg[n] == '=' ? arg + n + 1 : NULL;
 }
 
 static bool split_named(const char *v, rr_named *out) {
@@ -169,23 +132,128 @@ static const char *default_dialects(const char *device, char *buf,
   return buf;
 }
 
-/* Reports an unknown option a, with the option of parse_args it most
- * likely misspells. */
-static void unknown_option(const char *a) {
-  static const char *const names[] = {
-      "help", "version", "function", "input", "dataset", "output",
-      "expected-output", "atol", "rtol", "steps", "seed", "threads", "log",
-      "save", "load", "dialects", "check-numerics", "print-memory",
-      "profile", "print-jit-stats", "print-comm", "gradcheck", "grad-tol", "grad-eps",
-      "grad-samples", "device", "list-devices", "cuda-sync-each"};
-  const char *word = a + strspn(a, "-");
-  const char *near = raf_suggest(word, strcspn(word, "="), names,
-                                 sizeof names / sizeof names[0]);
-  if (near)
-    fprintf(stderr, "raf-run: unknown option '%s'; did you mean '--%s'?\n", a,
-            near);
-  else
-    fprintf(stderr, "raf-run: unknown option '%s' (see --help)\n", a);
+/* Applies option id with its value v (NULL when none is given); returns
+ * -1 to go on, else the exit status. */
+static int apply_flag(flag_id id, const char *v, rr_options *o) {
+  const char *flag = FLAGS[id].name;
+  char dashed[64];
+  snprintf(dashed, sizeof dashed, "--%s", flag);
+  double d;
+  switch (id) {
+  case FLAG_HELP:
+    usage(stdout);
+    return 0;
+  case FLAG_VERSION:
+    print_version();
+    return 0;
+  case FLAG_FUNCTION: o->function = v[0] == '@' ? v + 1 : v; return -1;
+  case FLAG_INPUT:
+  case FLAG_DATASET: {
+    bool data = id == FLAG_DATASET;
+    rr_named *slot = data ? &o->datasets[o->ndatasets] : &o->inputs[o->ninputs];
+    if ((data ? o->ndatasets >= MAX_DATASETS : o->ninputs >= MAX_INPUTS) ||
+        !split_named(v, slot)) {
+      fprintf(stderr, "raf-run: %s needs NAME=VALUE, got '%s'\n", dashed, v);
+      return 1;
+    }
+    if (data)
+      o->ndatasets++;
+    else
+      o->ninputs++;
+    return -1;
+  }
+  case FLAG_OUTPUT:
+  case FLAG_EXPECTED_OUTPUT: {
+    bool exp = id == FLAG_EXPECTED_OUTPUT;
+    if ((exp ? o->nexpected : o->noutputs) >= MAX_RESULT_FLAGS) {
+      fprintf(stderr, "raf-run: too many %s flags\n", dashed);
+      return 1;
+    }
+    if (!exp && v[0] != '@') {
+      fprintf(stderr, "raf-run: --output needs @FILE.npy, got '%s'\n", v);
+      return 1;
+    }
+    if (exp)
+      o->expected[o->nexpected++] = v;
+    else
+      o->outputs[o->noutputs++] = v + 1;
+    return -1;
+  }
+  case FLAG_PRINT: {
+    static const char *const modes[] = {"summary", "full", "none"};
+    int k = 0;
+    while (k < 3 && strcmp(v, modes[k]) != 0)
+      k++;
+    if (k == 3) {
+      fprintf(stderr, "raf-run: --print: '%s' is not summary, full or none\n",
+              v);
+      return 1;
+    }
+    o->print = (rr_print_mode)k;
+    o->print_given = true;
+    return -1;
+  }
+  case FLAG_ATOL: return parse_number_flag(dashed, v, 0, &o->tol.atol) ? -1 : 1;
+  case FLAG_RTOL: return parse_number_flag(dashed, v, 0, &o->tol.rtol) ? -1 : 1;
+  case FLAG_STEPS:
+    if (!parse_number_flag(dashed, v, 1, &d) || d != (long)d)
+      return 1;
+    o->steps = (long)d;
+    return -1;
+  case FLAG_SEED: {
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    if (*end || errno || v[0] == '-' || !v[0]) {
+      fprintf(stderr, "raf-run: --seed: '%s' is not a number\n", v);
+      return 1;
+    }
+    o->seed = s;
+    return -1;
+  }
+  case FLAG_THREADS:
+    if (!parse_number_flag(dashed, v, 1, &d) || d > 1024)
+      return 1;
+    o->threads = (int)d;
+    return -1;
+  case FLAG_LOG: o->log = v; return -1;
+  case FLAG_SAVE: o->save = v; return -1;
+  case FLAG_LOAD: o->load = v; return -1;
+  case FLAG_DIALECTS: o->dialects = v; return -1;
+  case FLAG_DEVICE:
+    if (!raf_device_kind_from_name(v, &o->device)) {
+      fprintf(stderr, "raf-run: --device: '%s' is not cpu or cuda\n", v);
+      return 1;
+    }
+    return -1;
+  case FLAG_LIST_DEVICES: o->list_devices = true; return -1;
+  case FLAG_CHECK_NUMERICS: o->check_numerics = true; return -1;
+  case FLAG_CUDA_SYNC_EACH: o->cuda_sync = true; return -1;
+  case FLAG_PRINT_MEMORY: o->print_memory = true; return -1;
+  case FLAG_PROFILE:
+    if (!v) {
+      o->profile_top = 20;
+      return -1;
+    }
+    if (!parse_number_flag(dashed, v, 1, &d) || d > 1e6)
+      return 1;
+    o->profile_top = (int)d;
+    return -1;
+  case FLAG_PRINT_JIT_STATS: o->print_jit_stats = true; return -1;
+  case FLAG_PRINT_COMM: o->print_comm = true; return -1;
+  case FLAG_GRADCHECK: o->gradcheck = true; return -1;
+  case FLAG_GRAD_TOL:
+    return parse_number_flag(dashed, v, 0, &o->grad.tol) ? -1 : 1;
+  case FLAG_GRAD_EPS:
+    return parse_number_flag(dashed, v, 1e-300, &o->grad.eps) ? -1 : 1;
+  case FLAG_GRAD_SAMPLES:
+    if (!parse_number_flag(dashed, v, 1, &d) || d != (long)d)
+      return 1;
+    o->grad.samples = (long)d;
+    return -1;
+  case FLAG_COUNT: break;
+  }
+  return -1;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -195,124 +263,18 @@ static int parse_args(int argc, char **argv, rr_options *o) {
   o->grad = (rr_gradcheck_options){1e-4, 1e-5, 64, NULL, 0, RAF_DEVICE_HOST};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
-    double d;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (strcmp(a, "--version") == 0) {
-      print_version();
-      return 0;
-    } else if ((v = flag_value(a, "--function"))) {
-      o->function = v[0] == '@' ? v + 1 : v;
-    } else if ((v = flag_value(a, "--input")) ||
-               (v = flag_value(a, "--dataset"))) {
-      bool data = a[2] == 'd';
-      rr_named *slot = data ? &o->datasets[o->ndatasets] : &o->inputs[o->ninputs];
-      if ((data ? o->ndatasets >= MAX_DATASETS : o->ninputs >= MAX_INPUTS) ||
-          !split_named(v, slot)) {
-        fprintf(stderr, "raf-run: %s needs NAME=VALUE, got '%s'\n",
-                data ? "--dataset" : "--input", v);
+    int id = strcmp(a, "-h") == 0 ? FLAG_HELP
+                                  : raf_cli_find(FLAGS, FLAG_COUNT, a, &v);
+    if (id == FLAG_HELP)
+      v = NULL;
+    if (id >= 0) {
+      if (!raf_cli_value_ok("raf-run", &FLAGS[id], v))
         return 1;
-      }
-      if (data)
-        o->ndatasets++;
-      else
-        o->ninputs++;
-    } else if ((v = flag_value(a, "--output")) ||
-               (v = flag_value(a, "--expected-output"))) {
-      bool exp = a[2] == 'e';
-      if ((exp ? o->nexpected : o->noutputs) >= MAX_RESULT_FLAGS) {
-        fprintf(stderr, "raf-run: too many %s flags\n", a);
-        return 1;
-      }
-      if (!exp && v[0] != '@') {
-        fprintf(stderr, "raf-run: --output needs @FILE.npy, got '%s'\n", v);
-        return 1;
-      }
-      if (exp)
-        o->expected[o->nexpected++] = v;
-      else
-        o->outputs[o->noutputs++] = v + 1;
-    } else if ((v = flag_value(a, "--print"))) {
-      static const char *const modes[] = {"summary", "full", "none"};
-      int k = 0;
-      while (k < 3 && strcmp(v, modes[k]) != 0)
-        k++;
-      if (k == 3) {
-        fprintf(stderr,
-                "raf-run: --print: '%s' is not summary, full or none\n", v);
-        return 1;
-      }
-      o->print = (rr_print_mode)k;
-      o->print_given = true;
-    } else if ((v = flag_value(a, "--atol"))) {
-      if (!parse_number_flag("--atol", v, 0, &o->tol.atol))
-        return 1;
-    } else if ((v = flag_value(a, "--rtol"))) {
-      if (!parse_number_flag("--rtol", v, 0, &o->tol.rtol))
-        return 1;
-    } else if ((v = flag_value(a, "--steps"))) {
-      if (!parse_number_flag("--steps", v, 1, &d) || d != (long)d)
-        return 1;
-      o->steps = (long)d;
-    } else if ((v = flag_value(a, "--seed"))) {
-      char *end;
-      errno = 0;
-      unsigned long long s = strtoull(v, &end, 10);
-      if (*end || errno || v[0] == '-' || !v[0]) {
-        fprintf(stderr, "raf-run: --seed: '%s' is not a number\n", v);
-        return 1;
-      }
-      o->seed = s;
-    } else if ((v = flag_value(a, "--threads"))) {
-      if (!parse_number_flag("--threads", v, 1, &d) || d > 1024)
-        return 1;
-      o->threads = (int)d;
-    } else if ((v = flag_value(a, "--log"))) {
-      o->log = v;
-    } else if ((v = flag_value(a, "--save"))) {
-      o->save = v;
-    } else if ((v = flag_value(a, "--load"))) {
-      o->load = v;
-    } else if ((v = flag_value(a, "--dialects"))) {
-      o->dialects = v;
-    } else if ((v = flag_value(a, "--device"))) {
-      if (!raf_device_kind_from_name(v, &o->device)) {
-        fprintf(stderr, "raf-run: --device: '%s' is not cpu or cuda\n", v);
-        return 1;
-      }
-    } else if (strcmp(a, "--list-devices") == 0) {
-      o->list_devices = true;
-    } else if (strcmp(a, "--check-numerics") == 0) {
-      o->check_numerics = true;
-    } else if (strcmp(a, "--cuda-sync-each") == 0) {
-      o->cuda_sync = true;
-    } else if (strcmp(a, "--print-memory") == 0) {
-      o->print_memory = true;
-    } else if (strcmp(a, "--profile") == 0) {
-      o->profile_top = 20;
-    } else if ((v = flag_value(a, "--profile"))) {
-      if (!parse_number_flag("--profile", v, 1, &d) || d > 1e6)
-        return 1;
-      o->profile_top = (int)d;
-    } else if (strcmp(a, "--print-jit-stats") == 0) {
-      o->print_jit_stats = true;
-    } else if (strcmp(a, "--print-comm") == 0) {
-      o->print_comm = true;
-    } else if (strcmp(a, "--gradcheck") == 0) {
-      o->gradcheck = true;
-    } else if ((v = flag_value(a, "--grad-tol"))) {
-      if (!parse_number_flag("--grad-tol", v, 0, &o->grad.tol))
-        return 1;
-    } else if ((v = flag_value(a, "--grad-eps"))) {
-      if (!parse_number_flag("--grad-eps", v, 1e-300, &o->grad.eps))
-        return 1;
-    } else if ((v = flag_value(a, "--grad-samples"))) {
-      if (!parse_number_flag("--grad-samples", v, 1, &d) || d != (long)d)
-        return 1;
-      o->grad.samples = (long)d;
+      int rc = apply_flag((flag_id)id, v, o);
+      if (rc >= 0)
+        return rc;
     } else if (a[0] == '-' && a[1]) {
-      unknown_option(a);
+      raf_cli_unknown("raf-run", a, FLAGS, FLAG_COUNT, NULL, 0);
       return 1;
     } else if (o->input_file) {
       fprintf(stderr, "raf-run: more than one input file ('%s', '%s')\n",

@@ -5,8 +5,9 @@
    registered pass, in registry order, each listing the pass's options
    (every `key` of its OPTS) and its order constraints exactly as the
    registry states them ("after `a`; before `b`, `c`").
-2. Every option of a tool's flags.def (raf-opt/flags.def) is documented in
-   its page (docs/raf-opt.md) as `--NAME`, and the page names no `--NAME`
+2. Every option of a tool's flags.def (raf-opt/flags.def,
+   raf-run/flags.def) is documented in its page (docs/raf-opt.md,
+   docs/raf-run.md) as `--NAME`, and the page names no `--NAME`
    option that is neither a flag nor a pass.
 3. Every reference to a .md file, in every file of the repository, names a
    file that exists: relative to the referring file's folder or to the
@@ -88,6 +89,10 @@ def check_pass_table(root, problems):
 MD_REF = re.compile(r"(?<![\w/.-])([\w./-]*[\w-]\.md)(?:#[\w-]*)?\b")
 
 
+# The pages that also document a script's options: the script.
+SCRIPTS_IN_PAGE = {"raf-run": os.path.join("scripts", "plot-log.py")}
+
+
 def check_flags(root, tool, problems):
     """The FLAG rows of TOOL/flags.def against docs/TOOL.md."""
     text = open(os.path.join(root, tool, "flags.def")).read()
@@ -95,6 +100,9 @@ def check_flags(root, tool, problems):
     doc_path = os.path.join(root, "docs", tool + ".md")
     doc = open(doc_path).read()
     passes = {name for name, _, _, _ in registry(root)}
+    if tool in SCRIPTS_IN_PAGE:  # its options are the script's, not the tool's
+        script = open(os.path.join(root, SCRIPTS_IN_PAGE[tool])).read()
+        passes |= set(re.findall(r'"--([\w-]+)"', script))
     for f in flags:
         if not re.search(r"`--%s[`=/ ]" % re.escape(f), doc):
             problems.append("docs/%s.md: option --%s of %s/flags.def is not "
@@ -140,13 +148,14 @@ def main():
     problems = []
     check_pass_table(root, problems)
     check_flags(root, "raf-opt", problems)
+    check_flags(root, "raf-run", problems)
     check_md_refs(root, problems)
     for p in problems:
         print(p)
     if problems:
         return 1
-    print("check_docs: the pass table matches passes.def; raf-opt's flags "
-          "are documented; every .md reference resolves")
+    print("check_docs: the pass table matches passes.def; raf-opt's and "
+          "raf-run's flags are documented; every .md reference resolves")
     return 0
 
 
