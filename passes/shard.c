@@ -935,6 +935,9 @@ raf_status raf_pass_shard(raf_module *m, const raf_pass_args *args) {
     raf_ptrmap_free(&S.batched);
     raf_ptrmap_free(&S.part);
     raf_ptrmap_free(&S.whole);
+    free(S.masks);
+    S.masks = NULL;
+    S.nmasks = 0;
     done++;
   }
   if (S.st == RAF_OK && !done) {

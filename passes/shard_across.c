@@ -32,40 +32,55 @@
  * which the local batch would restart at 0 on every rank: its key becomes
  * (seed, first), where first, the index of the rank's first element in
  * one process's x, is this rank's row of a table of every rank's. Each
- * rank then draws the mask one process draws for its rows, the gradient's
- * dropout (which reads the same key) too. */
+ * rank then draws the mask one process draws for its rows. The gradient's
+ * dropout reads the same key for a tensor of the same size: it reuses the
+ * keyed value (S->masks) the forward's made. */
 void shard_rank_masks(shard *S, raf_stmt *s) {
   raf_value *key = s->operands[1].value;
-  int64_t local = shard_numel(s->operands[0].value->type), one = 1, two = 2;
-  int64_t *first = calloc((size_t)S->world * 2, sizeof *first);
-  if (!first) {
+  int64_t local = shard_numel(s->operands[0].value->type);
+  for (int i = 0; i < S->nmasks; i++)
+    if (S->masks[i].key == key && S->masks[i].local == local) {
+      raf_use_set(&s->operands[1], S->masks[i].keyed);
+      return;
+    }
+  shard_mask *grown =
+      realloc(S->masks, sizeof *grown * (size_t)(S->nmasks + 1));
+  int64_t *table = calloc((size_t)S->world * 2, sizeof *table);
+  if (!grown || !table) {
+    free(table);
+    S->masks = grown ? grown : S->masks;
     S->st = RAF_ERROR;
     return;
   }
+  S->masks = grown;
   raf_emitter e;
   raf_emitter_init(&e, s->func, s, s->loc);
-  raf_value *mine;
-  if (key->type->rank == 0) { /* concat(seed, first) */
+  raf_value *keyed;
+  if (key->type->rank == 0) { /* concat(seed, first): the table's column */
     for (int64_t r = 0; r < S->world; r++)
-      first[r] = r * local;
-    mine = shard_collective(S, &e, RAF_OP_ALL_SLICE,
-                      raf_emit_ints(&e, first, S->world), NULL);
-    raf_value *pair[2] = {shard_reshape(&e, key, shard_vec_type(S, RAF_I64, one)), mine};
+      table[r] = r * local;
+    raf_value *mine = shard_collective(
+        S, &e, RAF_OP_ALL_SLICE, raf_emit_ints(&e, table, S->world), NULL);
+    raf_value *pair[2] = {
+        shard_reshape(&e, key, shard_vec_type(S, RAF_I64, 1)), mine};
     raf_attr axis = raf_attr_int("axis", 0);
-    key = raf_emit(&e, RAF_OP_CONCAT, 2, pair, &axis, 1);
-  } else { /* (seed, first0) + (0, first) */
+    keyed = raf_emit(&e, RAF_OP_CONCAT, 2, pair, &axis, 1);
+  } else { /* (seed, first0) + the table's row (0, first) */
     for (int64_t r = 0; r < S->world; r++)
-      first[2 * r + 1] = r * local;
-    mine = shard_collective(S, &e, RAF_OP_ALL_SLICE,
-                      shard_reshape(&e, raf_emit_ints(&e, first, 2 * S->world),
-                              shard_mat_type(S, RAF_I64, S->world, two)),
-                      NULL);
-    key = raf_emit2(&e, RAF_OP_ADD, key,
-                    shard_reshape(&e, mine, shard_vec_type(S, RAF_I64, two)));
+      table[2 * r + 1] = r * local;
+    raf_value *rows = shard_reshape(
+        &e, raf_emit_ints(&e, table, 2 * S->world),
+        shard_mat_type(S, RAF_I64, S->world, 2));
+    raf_value *mine = shard_reshape(
+        &e, shard_collective(S, &e, RAF_OP_ALL_SLICE, rows, NULL),
+        shard_vec_type(S, RAF_I64, 2));
+    keyed = raf_emit2(&e, RAF_OP_ADD, key, mine);
   }
-  free(first);
-  if ((S->st = e.status) == RAF_OK)
-    raf_use_set(&s->operands[1], key);
+  free(table);
+  if ((S->st = e.status) != RAF_OK)
+    return;
+  S->masks[S->nmasks++] = (shard_mask){s->operands[1].value, local, keyed};
+  raf_use_set(&s->operands[1], keyed);
 }
 
 /* A mean's gradient, made by autodiff, spreads a scalar over the global

@@ -8,6 +8,14 @@
 #include "passes/pass.h"
 #include "passes/ptrmap.h"
 
+/* A dropout key of the local batch: key, for tensors of local elements,
+ * as (seed, first) (shard_rank_masks). */
+typedef struct shard_mask {
+  raf_value *key;
+  int64_t local;
+  raf_value *keyed;
+} shard_mask;
+
 typedef struct shard {
   raf_ctx *ctx;
   raf_module *m;
@@ -19,6 +27,8 @@ typedef struct shard {
   raf_ptrmap batched;    /* values of @F_grad (or the step) that carry the batch */
   raf_ptrmap part;       /* in the step: full value -> its part */
   raf_ptrmap whole;      /* a value retyped as its own part -> its type */
+  shard_mask *masks;     /* @F_grad's dropout keys, keyed for the rank */
+  int nmasks;
   const char *reduction; /* the loss's over the batch: "mean" or "sum" */
   const char *grad_reduction; /* the gradients' over the ranks */
   raf_status st;
