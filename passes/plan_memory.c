@@ -343,8 +343,8 @@ static void find_donatable(const raf_mem_plan *p, bool on, int *donatable) {
 
 /* Whether a result of the statement at position k other than r
  * overwrites its operand i already: two results cannot both take its
- * buffer (a recomputed fused call's results, one of which updates a
- * state). */
+ * buffer (an earlier result in the arena, or a recomputed fused call's
+ * result beside the one that updates a state). */
 static bool overwritten_by_other(const raf_mem_plan *p, int k, int r, int i) {
   const raf_stmt *s = p->stmt[k];
   for (int q = 0; q < s->nresults; q++) {
@@ -463,11 +463,7 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
         continue;
       for (int i = 0; inplace && i < s->noperands && v->inplace < 0; i++) {
         int u = raf_mem_id(&p, s->operands[i].value);
-        bool taken = false; /* by an earlier result of s */
-        for (int q = 0; q < r; q++)
-          taken |= p.v[p.first[k] + q].inplace >= 0 &&
-                   s->operands[p.v[p.first[k] + q].inplace].value ==
-                       s->operands[i].value;
+        bool taken = overwritten_by_other(&p, k, r, i);
         bool reserved =
             u < f->nargs && donatable[u] >= 0 &&
             p.stmt[p.nstmts]->operands[donatable[u]].value->def == s;
