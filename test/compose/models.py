@@ -158,6 +158,19 @@ def cnn(red):
                   "with batch_norm, pooling, a linear head.\n")
 
 
+def attention(f, b, shape, causal):
+    """%b.att.m [B*T, C]: multi-head attention over %b.q, %b.k, %b.v
+    [B*T, C], split into H heads of hd and merged back."""
+    B, T, H, hd = shape
+    for t in "qkv":
+        f.s(f"%{b}.{t}.s = reshape(%{b}.{t}) {{shape = [{B}, {T}, {H}, {hd}]}}")
+        f.s(f"%{b}.{t}.h = transpose(%{b}.{t}.s) {{perm = [0, 2, 1, 3]}}")
+    f.s(f"%{b}.att = scaled_dot_product_attention(%{b}.q.h, %{b}.k.h, %{b}.v.h)"
+        + (" {causal}" if causal else ""))
+    f.s(f"%{b}.att.t = transpose(%{b}.att) {{perm = [0, 2, 1, 3]}}")
+    f.s(f"%{b}.att.m = reshape(%{b}.att.t) {{shape = [{B * T}, {H * hd}]}}")
+
+
 def gpt2(red):
     L, H, C, V, T, B = (GPT[k] for k in "LHCVTB")
     hd, BT = C // H, B * T
@@ -194,12 +207,7 @@ def gpt2(red):
         f.s(f"%{b}.qkv.mm = matmul(%{b}.ln1, %{p}.qkv.w)")
         f.s(f"%{b}.qkv = add(%{b}.qkv.mm, %{p}.qkv.b)")
         f.s(f"%{b}.q, %{b}.k, %{b}.v = split(%{b}.qkv) {{axis = 1, sections = 3}}")
-        for t in "qkv":
-            f.s(f"%{b}.{t}.s = reshape(%{b}.{t}) {{shape = [{B}, {T}, {H}, {hd}]}}")
-            f.s(f"%{b}.{t}.h = transpose(%{b}.{t}.s) {{perm = [0, 2, 1, 3]}}")
-        f.s(f"%{b}.att = scaled_dot_product_attention(%{b}.q.h, %{b}.k.h, %{b}.v.h) {{causal}}")
-        f.s(f"%{b}.att.t = transpose(%{b}.att) {{perm = [0, 2, 1, 3]}}")
-        f.s(f"%{b}.att.m = reshape(%{b}.att.t) {{shape = [{BT}, {C}]}}")
+        attention(f, b, (B, T, H, hd), causal=True)
         f.s(f"%{b}.proj.mm = matmul(%{b}.att.m, %{p}.proj.w)")
         f.s(f"%{b}.proj = add(%{b}.proj.mm, %{p}.proj.b)")
         f.s(f"%{b}.proj.d = dropout(%{b}.proj, %{keys[1 + 2 * l]}) {{p = 0.1}}")
@@ -260,11 +268,7 @@ def bert(red):
         for t in "qkv":
             f.s(f"%{b}.{t}.mm = matmul(%{cur}, %{p}.{t}.w)")
             f.s(f"%{b}.{t} = add(%{b}.{t}.mm, %{p}.{t}.b)")
-            f.s(f"%{b}.{t}.s = reshape(%{b}.{t}) {{shape = [{B}, {T}, {H}, {hd}]}}")
-            f.s(f"%{b}.{t}.h = transpose(%{b}.{t}.s) {{perm = [0, 2, 1, 3]}}")
-        f.s(f"%{b}.att = scaled_dot_product_attention(%{b}.q.h, %{b}.k.h, %{b}.v.h)")
-        f.s(f"%{b}.att.t = transpose(%{b}.att) {{perm = [0, 2, 1, 3]}}")
-        f.s(f"%{b}.att.m = reshape(%{b}.att.t) {{shape = [{BT}, {C}]}}")
+        attention(f, b, (B, T, H, hd), causal=False)
         f.s(f"%{b}.o.mm = matmul(%{b}.att.m, %{p}.o.w)")
         f.s(f"%{b}.o = add(%{b}.o.mm, %{p}.o.b)")
         f.s(f"%{b}.r1 = add(%{cur}, %{b}.o)")
