@@ -13,7 +13,6 @@
 #include "codegen/codegen.h"
 #include "include/raf/raf.h"
 #include "raf-opt/diagnostics.h"
-#include "ir/cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -28,19 +27,9 @@ typedef struct options {
   raf_pipeline_options pipe;
 } options;
 
-/* The options, from flags.def. */
-typedef enum flag_id {
-#define FLAG(ID, name, value, help) FLAG_##ID,
-#include "raf-opt/flags.def"
-#undef FLAG
-  FLAG_COUNT
-} flag_id;
-
-static const raf_cli_flag FLAGS[FLAG_COUNT] = {
-#define FLAG(ID, name, value, help) [FLAG_##ID] = {name, value, help},
-#include "raf-opt/flags.def"
-#undef FLAG
-};
+/* The options: enum flag_id and FLAGS, from flags.def. */
+#define RAF_CLI_FLAGS "raf-opt/flags.def"
+#include "ir/cli_table.h"
 
 static void usage(FILE *f) {
   size_t n;

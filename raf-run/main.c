@@ -30,7 +30,6 @@
 #include "raf-run/gradcheck.h"
 #include "raf-run/profile.h"
 #include "raf-run/train.h"
-#include "ir/cli.h"
 #include "raf-run/values.h"
 #include "runtime/device.h"
 #include "runtime/dialects.h"
@@ -43,19 +42,9 @@
 #include <unistd.h>
 
 
-/* The options, from flags.def. */
-typedef enum flag_id {
-#define FLAG(ID, name, value, help) FLAG_##ID,
-#include "raf-run/flags.def"
-#undef FLAG
-  FLAG_COUNT
-} flag_id;
-
-static const raf_cli_flag FLAGS[FLAG_COUNT] = {
-#define FLAG(ID, name, value, help) [FLAG_##ID] = {name, value, help},
-#include "raf-run/flags.def"
-#undef FLAG
-};
+/* The options: enum flag_id and FLAGS, from flags.def. */
+#define RAF_CLI_FLAGS "raf-run/flags.def"
+#include "ir/cli_table.h"
 
 static void usage(FILE *out) {
   fprintf(out, "usage: raf-run [options] FILE.raf|-\n\n");
