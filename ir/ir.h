@@ -172,7 +172,7 @@ typedef enum raf_entity {
 } raf_entity;
 const raf_attr_spec *raf_entity_attrs(raf_entity e, int *count);
 
-/* ---- Type inference (ir/infer.c) ----------------------------------------- */
+/* ---- Type inference (ir/infer.c, ir/infer_nn.c) -------------------------- */
 
 /* What a shape function sees: the statement (for attributes and callee),
  * its operand types, and room for the result types it must fill. On failure
