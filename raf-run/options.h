@@ -28,8 +28,8 @@ typedef struct rr_options {
   int noutputs, nexpected;
   rr_tolerance tol;
   long steps;
-  const char *log, *save, *load, *dialects;
-  char default_dialects[256]; /* when --dialects is not given */
+  const char *log, *save, *load;
+  const char *dialects; /* --dialects, or NULL: the device's (run.h) */
   bool check_numerics, print_memory, print_jit_stats, print_comm;
   rr_print_mode print;
   bool print_given; /* --print: print results even with --output */
@@ -38,7 +38,8 @@ typedef struct rr_options {
   rr_gradcheck_options grad;
   uint64_t seed;
   int threads;
-  raf_device_kind device; /* --device */
+  raf_device_kind device; /* --device, else the module's marks' (session.c) */
+  bool device_given;
   bool list_devices;
   bool cuda_sync; /* --cuda-sync-each */
 } rr_options;
