@@ -1,9 +1,15 @@
 /* ops_elementwise.c: the mappers of ONNX's elementwise ops (arithmetic,
- * comparisons, logic, activations, casts), and the emitting helpers every
+ * comparisons, logic, activations, casts), the emitting helpers every
  * mapper family shares (broadcasting, reshape, cast, reductions, slices,
- * concatenation, constant padding). Ops .raf lacks are short compositions
- * with the ONNX definition's semantics (Elu is where(x < 0, alpha * (exp(x)
- * - 1), x), ...), as test/onnx/README.md lists them. */
+ * concatenation, constant padding), and the element type checks.
+ *
+ * An ONNX op that is one .raf op is a row of imp_ops_elementwise (at the
+ * end) naming that op, served by a generic mapper (map_unary, map_arith,
+ * map_compare, map_chain) that emits the row's op and admits the element
+ * types ops.def gives it: adding such an op is that one row. Ops .raf lacks
+ * are short compositions with the ONNX definition's semantics (Elu is
+ * where(x < 0, alpha * (exp(x) - 1), x), ...), as test/onnx/README.md lists
+ * them; their rows name the .raf op whose element types they take. */
 #include "raf-import/import.h"
 
 #include <math.h>
