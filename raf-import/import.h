@@ -209,12 +209,14 @@ const int64_t *imp_attr_ints(const Onnx__NodeProto *n, const char *name,
 typedef int (*imp_mapper)(imp *im, const Onnx__NodeProto *n,
                           imp_value **ins, int nins, imp_value **outs);
 
-/* No .raf op in an imp_op row: the mapper composes several, and checks the
- * element types itself. */
+/* No .raf op in an imp_op row: the mapper checks the element types itself
+ * (a data-movement op that admits every type, a composition of float-only
+ * semantics, the bool logic). */
 #define IMP_NO_OP RAF_OP_COUNT
 
 /* One ONNX op: everything the importer knows of it but its mapper's code.
- * `raf` is the .raf op a generic mapper (map_unary, map_arith, ...) emits;
+ * `raf` is the .raf op a generic mapper (map_unary, map_arith, ...) emits,
+ * or, for a composition, the op whose element types bound it (Elu's exp);
  * the element types the ONNX op is imported for are those ops.def lets `raf`
  * admit, so adding an ONNX op that is one .raf op is this row alone. */
 struct imp_op {
