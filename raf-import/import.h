@@ -82,6 +82,8 @@ typedef struct imp_spec {
   struct imp_spec *next;
 } imp_spec;
 
+typedef struct imp_op imp_op;
+
 /* The importer's state for one model. */
 typedef struct imp {
   raf_arena arena;
@@ -103,6 +105,7 @@ typedef struct imp {
   /* the node being imported, for messages */
   const Onnx__NodeProto *node;
   int node_index;
+  const imp_op *row; /* the node's row of the op tables */
 } imp;
 
 /* --- imp.c: state, errors, text --------------------------------------- */
@@ -201,19 +204,34 @@ const int64_t *imp_attr_ints(const Onnx__NodeProto *n, const char *name,
 
 /* A mapper: fills outs[0..n) (n at most the node's output count); returns
  * the number of outputs set, or -1 after reporting why it cannot map the
- * node (imp_unsupported). ins[i] is NULL for an absent optional input. */
+ * node (imp_unsupported). ins[i] is NULL for an absent optional input. The
+ * node's row of the op tables is im->row. */
 typedef int (*imp_mapper)(imp *im, const Onnx__NodeProto *n,
                           imp_value **ins, int nins, imp_value **outs);
-typedef struct imp_op {
+
+/* No .raf op in an imp_op row: the mapper checks the element types itself
+ * (a data-movement op that admits every type, a composition of float-only
+ * semantics, the bool logic). */
+#define IMP_NO_OP RAF_OP_COUNT
+
+/* One ONNX op: everything the importer knows of it but its mapper's code.
+ * `raf` is the .raf op a generic mapper (map_unary, map_arith, ...) emits,
+ * or, for a composition, the op whose element types bound it (Elu's exp);
+ * the element types the ONNX op is imported for are those ops.def lets `raf`
+ * admit, so adding an ONNX op that is one .raf op is this row alone. */
+struct imp_op {
   const char *op_type;
   imp_mapper map;
-} imp_op;
-/* The mapper of an op type, or NULL. */
-imp_mapper imp_find_mapper(const char *op_type);
+  raf_opcode raf;  /* or IMP_NO_OP */
+  int min_inputs;  /* the inputs that must be present (more are optional) */
+};
+/* The row of an op type, or NULL. */
+const imp_op *imp_find_op(const char *op_type);
 /* Records why the current node cannot be imported; returns -1. */
 int imp_unsupported(imp *im, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The op tables of the mapper families, each ending in a row of NULLs. */
 extern const imp_op imp_ops_elementwise[];
 extern const imp_op imp_ops_shape[];
 extern const imp_op imp_ops_nn[];
@@ -227,8 +245,16 @@ imp_value *imp_unary(imp *im, const char *op, imp_value *a);
 imp_value *imp_where(imp *im, imp_value *c, imp_value *a, imp_value *b);
 imp_value *imp_reshape(imp *im, imp_value *v, int rank, const int64_t *dims);
 imp_value *imp_cast(imp *im, imp_value *v, raf_dtype to);
-bool imp_check_dt(imp *im, const imp_value *v, const char *allowed,
-                  const char *raf_op);
+/* Whether .raf's op admits v's element type (ops.def's dtypes column);
+ * reports (imp_unsupported) when not. */
+bool imp_admits(imp *im, const imp_value *v, raf_opcode op);
+/* Whether v is of a float type, for ONNX ops defined on floats only whose
+ * composition would be wrong on integers (float constants such as
+ * LeakyRelu's alpha); reports when not. */
+bool imp_float_only(imp *im, const imp_value *v);
+/* Whether v is of an integer type, as take's indices must be; reports when
+ * not. */
+bool imp_int_indices(imp *im, const imp_value *v);
 int imp_norm_axis(imp *im, int64_t axis, int rank);
 imp_value *imp_reduce(imp *im, const char *op, imp_value *x,
                       const int64_t *axes, int naxes, bool keep);

@@ -296,25 +296,6 @@ static void import_inputs(imp *im, const Onnx__GraphProto *g) {
   }
 }
 
-/* The inputs an op needs at least (present, not ""), where more than one;
- * ops whose inputs changed between opsets check theirs themselves. */
-static int min_inputs(const char *op) {
-  static const struct { const char *op; int n; } rows[] = {
-      {"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2},
-      {"Equal", 2}, {"Less", 2}, {"LessOrEqual", 2}, {"Greater", 2},
-      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2}, {"Xor", 2},
-      {"PRelu", 2}, {"CastLike", 2}, {"MatMul", 2}, {"Gemm", 2},
-      {"Expand", 2}, {"Gather", 2}, {"GatherElements", 2}, {"Tile", 2},
-      {"Conv", 2}, {"LayerNormalization", 2}, {"NegativeLogLikelihoodLoss", 2},
-      {"SoftmaxCrossEntropyLoss", 2}, {"Where", 3}, {"OneHot", 3},
-      {"InstanceNormalization", 3}, {"BatchNormalization", 5},
-      {"Constant", 0}};
-  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
-    if (!strcmp(rows[i].op, op))
-      return rows[i].n;
-  return 1;
-}
-
 static void import_node(imp *im, const Onnx__NodeProto *n) {
   imp_value *ins[64] = {0};
   imp_value *outs[64] = {0};
@@ -335,17 +316,17 @@ static void import_node(imp *im, const Onnx__NodeProto *n) {
       poisoned = true; /* its producer is reported already */
     }
   }
-  imp_mapper map = NULL;
+  const imp_op *row = NULL;
   if (!default_domain(n->domain)) {
     imp_unsupported(im, "op domain '%s' is not imported", n->domain);
     poisoned = true;
-  } else if (!(map = imp_find_mapper(str(n->op_type)))) {
+  } else if (!(row = imp_find_op(str(n->op_type)))) {
     imp_unsupported(im, "no .raf mapping for this op");
     poisoned = true;
   }
   if (!poisoned) {
-    int need = min_inputs(str(n->op_type));
-    for (int i = 0; i < need; i++)
+    /* ops whose inputs changed between opsets check theirs themselves */
+    for (int i = 0; i < row->min_inputs; i++)
       if ((size_t)i >= n->n_input || !ins[i]) {
         imp_unsupported(im, "input %d is missing", i);
         poisoned = true;
@@ -359,7 +340,9 @@ static void import_node(imp *im, const Onnx__NodeProto *n) {
   int got = -1;
   if (!poisoned) {
     size_t before = (size_t)im->nerrors;
-    got = map(im, n, ins, (int)n->n_input, outs);
+    im->row = row;
+    got = row->map(im, n, ins, (int)n->n_input, outs);
+    im->row = NULL;
     if (got >= 0 && (size_t)im->nerrors != before)
       got = -1;
     for (int i = 0; i < got && got >= 0; i++)

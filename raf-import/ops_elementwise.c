@@ -1,9 +1,15 @@
 /* ops_elementwise.c: the mappers of ONNX's elementwise ops (arithmetic,
- * comparisons, logic, activations, casts), and the emitting helpers every
+ * comparisons, logic, activations, casts), the emitting helpers every
  * mapper family shares (broadcasting, reshape, cast, reductions, slices,
- * concatenation, constant padding). Ops .raf lacks are short compositions
- * with the ONNX definition's semantics (Elu is where(x < 0, alpha * (exp(x)
- * - 1), x), ...), as test/onnx/README.md lists them. */
+ * concatenation, constant padding), and the element type checks.
+ *
+ * An ONNX op that is one .raf op is a row of imp_ops_elementwise (at the
+ * end) naming that op, served by a generic mapper (map_unary, map_arith,
+ * map_compare, map_chain) that emits the row's op and admits the element
+ * types ops.def gives it: adding such an op is that one row. Ops .raf lacks
+ * are short compositions with the ONNX definition's semantics (Elu is
+ * where(x < 0, alpha * (exp(x) - 1), x), ...), as test/onnx/README.md lists
+ * them; their rows name the .raf op whose element types they take. */
 #include "raf-import/import.h"
 
 #include <math.h>
@@ -158,16 +164,28 @@ imp_value *imp_cast(imp *im, imp_value *v, raf_dtype to) {
                   v->rank, v->dims);
 }
 
-bool imp_check_dt(imp *im, const imp_value *v, const char *allowed,
-                  const char *raf_op) {
-  bool ok = (strchr(allowed, 'f') && imp_is_float(v->dt)) ||
-            (strchr(allowed, 'i') && imp_is_int(v->dt)) ||
-            (strchr(allowed, 's') && imp_is_int(v->dt) && v->dt != RAF_U8) ||
-            (strchr(allowed, 'b') && v->dt == RAF_BOOL);
-  if (!ok)
-    imp_unsupported(im, "element type %s is not admitted by .raf's %s",
-                    raf_dtype_name(v->dt), raf_op);
-  return ok;
+bool imp_admits(imp *im, const imp_value *v, raf_opcode op) {
+  if (raf_op_table[op].dtypes & (1u << v->dt))
+    return true;
+  imp_unsupported(im, "element type %s is not admitted by .raf's %s",
+                  raf_dtype_name(v->dt), raf_op_table[op].name);
+  return false;
+}
+
+bool imp_float_only(imp *im, const imp_value *v) {
+  if (imp_is_float(v->dt))
+    return true;
+  imp_unsupported(im, "element type %s: ONNX's %s is defined on floats",
+                  raf_dtype_name(v->dt), im->node->op_type);
+  return false;
+}
+
+bool imp_int_indices(imp *im, const imp_value *v) {
+  if (imp_is_int(v->dt))
+    return true;
+  imp_unsupported(im, "indices of element type %s (.raf's take wants "
+                      "integers)", raf_dtype_name(v->dt));
+  return false;
 }
 
 imp_value *imp_reduce(imp *im, const char *op, imp_value *x,
@@ -368,28 +386,15 @@ imp_value *imp_pad_const(imp *im, imp_value *x, const int64_t *begins,
 
 /* --- unary ---------------------------------------------------------------- */
 
-typedef struct unary_row {
-  const char *onnx, *raf, *allowed;
-} unary_row;
-
-static const unary_row unary_ops[] = {
-    {"Abs", "abs", "fi"},      {"Neg", "neg", "fs"},
-    {"Exp", "exp", "f"},       {"Log", "log", "f"},
-    {"Sqrt", "sqrt", "f"},     {"Tanh", "tanh", "f"},
-    {"Sigmoid", "sigmoid", "f"}, {"Relu", "relu", "fi"},
-    {"Erf", "erf", "f"},       {"Cos", "cos", "f"},
-    {"Sin", "sin", "f"},       {NULL, NULL, NULL}};
-
+/* One .raf op of the same operand and result type: the row's. */
 static int map_unary(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
-  (void)nins;
-  const unary_row *r = unary_ops;
-  while (strcmp(r->onnx, n->op_type))
-    r++;
+  (void)n, (void)nins;
+  raf_opcode op = im->row->raf;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, r->allowed, r->raf))
+  if (!imp_admits(im, x, op))
     return -1;
-  if (!strcmp(r->raf, "neg") && imp_foldable(x) && imp_is_int(x->dt)) {
+  if (op == RAF_OP_NEG && imp_foldable(x) && imp_is_int(x->dt)) {
     imp_tensor *t = imp_tensor_like(im, x->konst, x->dt);
     if (!t)
       return -1;
@@ -398,14 +403,14 @@ static int map_unary(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     outs[0] = imp_const_value(im, t);
     return 1;
   }
-  outs[0] = imp_unary(im, r->raf, x);
+  outs[0] = imp_unary(im, raf_op_table[op].name, x);
   return 1;
 }
 
 static int map_gelu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   (void)nins;
-  if (!imp_check_dt(im, ins[0], "f", "gelu"))
+  if (!imp_admits(im, ins[0], im->row->raf))
     return -1;
   const char *approx = imp_attr_string(im, n, "approximate", "none");
   outs[0] = imp_emit(im, "gelu", ins, 1,
@@ -419,7 +424,7 @@ static int map_gelu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 static int map_reciprocal(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   (void)n, (void)nins;
-  if (!imp_check_dt(im, ins[0], "f", "div"))
+  if (!imp_admits(im, ins[0], im->row->raf))
     return -1;
   outs[0] = imp_binary(im, "div", imp_scalar(im, 1, ins[0]->dt), ins[0],
                        ins[0]->dt);
@@ -435,14 +440,17 @@ static int map_identity(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 
 /* --- binary --------------------------------------------------------------- */
 
-static int64_t fold_int(char op, int64_t a, int64_t b) {
+static int64_t fold_int(raf_opcode op, int64_t a, int64_t b) {
   /* wrap like NumPy's int64 arithmetic, without C's signed overflow */
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-  return (int64_t)(op == '+' ? ua + ub : op == '-' ? ua - ub : ua * ub);
+  return (int64_t)(op == RAF_OP_ADD   ? ua + ub
+                   : op == RAF_OP_SUB ? ua - ub
+                                      : ua * ub);
 }
 
 /* Integer Add/Sub/Mul of two constants (shape arithmetic) folded. */
-static imp_value *fold_binary(imp *im, char op, imp_value *a, imp_value *b) {
+static imp_value *fold_binary(imp *im, raf_opcode op, imp_value *a,
+                              imp_value *b) {
   int rank;
   int64_t dims[RAF_MAX_RANK];
   if (!imp_broadcast(im, a, b, &rank, dims))
@@ -471,31 +479,25 @@ static imp_value *fold_binary(imp *im, char op, imp_value *a, imp_value *b) {
   return imp_const_value(im, t);
 }
 
+/* Add, Sub, Mul, Div: the row's .raf op. */
 static int map_arith(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
-  (void)nins;
-  static const struct { const char *onnx, *raf; char fold; } rows[] = {
-      {"Add", "add", '+'}, {"Sub", "sub", '-'}, {"Mul", "mul", '*'},
-      {"Div", "div", 0}};
-  int r = 0;
-  while (strcmp(rows[r].onnx, n->op_type))
-    r++;
+  (void)n, (void)nins;
+  raf_opcode op = im->row->raf;
   imp_value *a = ins[0], *b = ins[1];
-  if (!a || !b)
-    return imp_unsupported(im, "two inputs expected");
   if (a->dt != b->dt)
     return imp_unsupported(im, "operand types %s and %s differ",
                            raf_dtype_name(a->dt), raf_dtype_name(b->dt));
-  if (rows[r].fold && imp_foldable(a) && imp_foldable(b) &&
+  if (op != RAF_OP_DIV && imp_foldable(a) && imp_foldable(b) &&
       imp_is_int(a->dt)) {
-    outs[0] = fold_binary(im, rows[r].fold, a, b);
+    outs[0] = fold_binary(im, op, a, b);
     return outs[0] ? 1 : -1;
   }
-  if (!rows[r].fold && imp_is_int(a->dt))
+  if (op == RAF_OP_DIV && imp_is_int(a->dt))
     return imp_unsupported(im, "integer Div (.raf div is true division)");
-  if (!imp_check_dt(im, a, rows[r].fold ? "fi" : "f", rows[r].raf))
+  if (!imp_admits(im, a, op))
     return -1;
-  outs[0] = imp_binary(im, rows[r].raf, a, b, a->dt);
+  outs[0] = imp_binary(im, raf_op_table[op].name, a, b, a->dt);
   return 1;
 }
 
@@ -503,7 +505,7 @@ static int map_pow(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                    int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0], *y = ins[1];
-  if (!imp_check_dt(im, x, "fi", "pow"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   if (y->dt != x->dt) {
     /* ONNX lets the exponent have another type; .raf casts it first, which
@@ -527,19 +529,14 @@ static int map_pow(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   return 1;
 }
 
+/* Equal, Less, ...: the row's .raf comparison. */
 static int map_compare(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                        int nins, imp_value **outs) {
-  (void)nins;
-  static const struct { const char *onnx, *raf, *allowed; } rows[] = {
-      {"Equal", "eq", "fib"}, {"Less", "lt", "fi"},
-      {"LessOrEqual", "le", "fi"}, {"Greater", "gt", "fi"},
-      {"GreaterOrEqual", "ge", "fi"}};
-  int r = 0;
-  while (strcmp(rows[r].onnx, n->op_type))
-    r++;
-  if (!imp_check_dt(im, ins[0], rows[r].allowed, rows[r].raf))
+  (void)n, (void)nins;
+  raf_opcode op = im->row->raf;
+  if (!imp_admits(im, ins[0], op))
     return -1;
-  outs[0] = imp_binary(im, rows[r].raf, ins[0], ins[1], RAF_BOOL);
+  outs[0] = imp_binary(im, raf_op_table[op].name, ins[0], ins[1], RAF_BOOL);
   return 1;
 }
 
@@ -566,21 +563,23 @@ static int map_where(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   return 1;
 }
 
-/* Max, Min, Sum, Mean of n inputs: chains of binary ops. */
+/* Max, Min, Sum of n inputs: chains of the row's .raf op; Mean (the row's
+ * div) is Sum's chain divided by n. */
 static int map_chain(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
-  const char *op = !strcmp(n->op_type, "Max")   ? "maximum"
-                   : !strcmp(n->op_type, "Min") ? "minimum"
-                                                : "add";
-  bool mean = !strcmp(n->op_type, "Mean");
+  (void)n;
+  raf_opcode op = im->row->raf;
+  bool mean = op == RAF_OP_DIV;
   for (int i = 0; i < nins; i++)
     if (!ins[i])
       return imp_unsupported(im, "input %d is missing", i);
-  if (!imp_check_dt(im, ins[0], mean ? "f" : "fi", mean ? "div" : op))
+  if (!imp_admits(im, ins[0], op) ||
+      (mean && !imp_admits(im, ins[0], RAF_OP_ADD)))
     return -1;
+  const char *chain = raf_op_table[mean ? RAF_OP_ADD : op].name;
   imp_value *acc = ins[0];
   for (int i = 1; i < nins; i++)
-    acc = imp_binary(im, op, acc, ins[i], acc->dt);
+    acc = imp_binary(im, chain, acc, ins[i], acc->dt);
   if (mean)
     acc = imp_binary(im, "div", acc, imp_scalar(im, nins, acc->dt), acc->dt);
   outs[0] = acc;
@@ -633,7 +632,8 @@ static imp_value *sc(imp *im, double v, const imp_value *like) {
 static int map_clip(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   imp_value *x = ins[0], *lo = NULL, *hi = NULL;
-  if (!imp_check_dt(im, x, "fi", "maximum"))
+  if (!imp_admits(im, x, im->row->raf) ||
+      !imp_admits(im, x, RAF_OP_MINIMUM))
     return -1;
   if (im->opset < 11) {
     if (imp_attr(n, "min"))
@@ -656,7 +656,7 @@ static int map_leaky_relu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "mul"))
+  if (!imp_float_only(im, x))
     return -1;
   imp_value *neg = imp_binary(im, "lt", x, sc(im, 0, x), RAF_BOOL);
   imp_value *ax = imp_binary(im, "mul", x,
@@ -669,7 +669,7 @@ static int map_prelu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "fi", "mul"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   imp_value *neg = imp_binary(im, "lt", x, sc(im, 0, x), RAF_BOOL);
   imp_value *ax = imp_binary(im, "mul", x, ins[1], x->dt);
@@ -681,7 +681,7 @@ static int map_thresholded_relu(imp *im, const Onnx__NodeProto *n,
                                 imp_value **ins, int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "gt"))
+  if (!imp_float_only(im, x))
     return -1;
   imp_value *gt = imp_binary(im, "gt", x,
                              sc(im, imp_attr_float(n, "alpha", 1.0), x), RAF_BOOL);
@@ -700,7 +700,7 @@ static int map_elu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                    int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "exp"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   imp_value *neg = imp_binary(im, "lt", x, sc(im, 0, x), RAF_BOOL);
   outs[0] = imp_where(im, neg, elu_neg(im, x, imp_attr_float(n, "alpha", 1.0)),
@@ -712,7 +712,7 @@ static int map_selu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "exp"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   double alpha = imp_attr_float(n, "alpha", 1.67326319217681884765625);
   double gamma = imp_attr_float(n, "gamma", 1.05070102214813232421875);
@@ -729,7 +729,7 @@ static int map_celu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "exp"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   double alpha = imp_attr_float(n, "alpha", 1.0);
   /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
@@ -752,7 +752,7 @@ static imp_value *hard_sigmoid(imp *im, imp_value *x, double alpha,
 static int map_hard_sigmoid(imp *im, const Onnx__NodeProto *n,
                             imp_value **ins, int nins, imp_value **outs) {
   (void)nins;
-  if (!imp_check_dt(im, ins[0], "f", "mul"))
+  if (!imp_float_only(im, ins[0]))
     return -1;
   outs[0] = hard_sigmoid(im, ins[0], imp_attr_float(n, "alpha", 0.2),
                          imp_attr_float(n, "beta", 0.5));
@@ -763,7 +763,7 @@ static int map_hard_swish(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "mul"))
+  if (!imp_float_only(im, x))
     return -1;
   outs[0] = imp_binary(im, "mul", x, hard_sigmoid(im, x, 1.0 / 6, 0.5), x->dt);
   return 1;
@@ -773,7 +773,7 @@ static int map_softsign(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                         int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "div"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   imp_value *d = imp_binary(im, "add", imp_unary(im, "abs", x), sc(im, 1, x),
                             x->dt);
@@ -785,7 +785,7 @@ static int map_softplus(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                         int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "log"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   imp_value *e = imp_binary(im, "add", imp_unary(im, "exp", x), sc(im, 1, x),
                             x->dt);
@@ -797,7 +797,7 @@ static int map_sign(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "fi", "gt"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   imp_value *z = sc(im, 0, x);
   imp_value *pos = imp_binary(im, "gt", x, z, RAF_BOOL);
@@ -811,7 +811,7 @@ static int map_shrink(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                       int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "add"))
+  if (!imp_float_only(im, x))
     return -1;
   double lambd = imp_attr_float(n, "lambd", 0.5);
   double bias = imp_attr_float(n, "bias", 0.0);
@@ -827,7 +827,7 @@ static int map_shrink(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 static int map_isnan(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
   (void)n, (void)nins;
-  if (!imp_check_dt(im, ins[0], "f", "ne"))
+  if (!imp_float_only(im, ins[0]))
     return -1;
   outs[0] = imp_binary(im, "ne", ins[0], ins[0], RAF_BOOL);
   return 1;
@@ -837,7 +837,7 @@ static int map_isinf(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                      int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "eq"))
+  if (!imp_float_only(im, x))
     return -1;
   bool pos = imp_attr_int(n, "detect_positive", 1);
   bool neg = imp_attr_int(n, "detect_negative", 1);
@@ -852,39 +852,66 @@ static int map_isinf(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   return 1;
 }
 
+/* Adding an ONNX op that is one .raf elementwise op of the same type
+ * (Tan: tan) is one row here: {"Tan", map_unary, RAF_OP_TAN, 1}. */
 const imp_op imp_ops_elementwise[] = {
-    {"Abs", map_unary},          {"Neg", map_unary},
-    {"Exp", map_unary},          {"Log", map_unary},
-    {"Sqrt", map_unary},         {"Tanh", map_unary},
-    {"Sigmoid", map_unary},      {"Relu", map_unary},
-    {"Erf", map_unary},          {"Cos", map_unary},
-    {"Sin", map_unary},          {"Gelu", map_gelu},
-    {"Reciprocal", map_reciprocal}, {"Identity", map_identity},
-    {"Add", map_arith},          {"Sub", map_arith},
-    {"Mul", map_arith},          {"Div", map_arith},
-    {"Pow", map_pow},            {"Equal", map_compare},
-    {"Less", map_compare},       {"LessOrEqual", map_compare},
-    {"Greater", map_compare},    {"GreaterOrEqual", map_compare},
-    {"Not", map_logic},          {"And", map_logic},
-    {"Or", map_logic},           {"Xor", map_logic},
-    {"Where", map_where},        {"Max", map_chain},
-    {"Min", map_chain},          {"Sum", map_chain},
-    {"Mean", map_chain},         {"Cast", map_cast},
-    {"CastLike", map_castlike},  {"Clip", map_clip},
-    {"LeakyRelu", map_leaky_relu}, {"PRelu", map_prelu},
-    {"ThresholdedRelu", map_thresholded_relu}, {"Elu", map_elu},
-    {"Selu", map_selu},          {"Celu", map_celu},
-    {"HardSigmoid", map_hard_sigmoid}, {"HardSwish", map_hard_swish},
-    {"Softsign", map_softsign},  {"Softplus", map_softplus},
-    {"Sign", map_sign},          {"Shrink", map_shrink},
-    {"IsNaN", map_isnan},        {"IsInf", map_isinf},
-    {NULL, NULL}};
+    {"Abs", map_unary, RAF_OP_ABS, 1},
+    {"Neg", map_unary, RAF_OP_NEG, 1},
+    {"Exp", map_unary, RAF_OP_EXP, 1},
+    {"Log", map_unary, RAF_OP_LOG, 1},
+    {"Sqrt", map_unary, RAF_OP_SQRT, 1},
+    {"Tanh", map_unary, RAF_OP_TANH, 1},
+    {"Sigmoid", map_unary, RAF_OP_SIGMOID, 1},
+    {"Relu", map_unary, RAF_OP_RELU, 1},
+    {"Erf", map_unary, RAF_OP_ERF, 1},
+    {"Cos", map_unary, RAF_OP_COS, 1},
+    {"Sin", map_unary, RAF_OP_SIN, 1},
+    {"Gelu", map_gelu, RAF_OP_GELU, 1},
+    {"Reciprocal", map_reciprocal, RAF_OP_DIV, 1},
+    {"Identity", map_identity, IMP_NO_OP, 1},
+    {"Add", map_arith, RAF_OP_ADD, 2},
+    {"Sub", map_arith, RAF_OP_SUB, 2},
+    {"Mul", map_arith, RAF_OP_MUL, 2},
+    {"Div", map_arith, RAF_OP_DIV, 2},
+    {"Pow", map_pow, RAF_OP_POW, 2},
+    {"Equal", map_compare, RAF_OP_EQ, 2},
+    {"Less", map_compare, RAF_OP_LT, 2},
+    {"LessOrEqual", map_compare, RAF_OP_LE, 2},
+    {"Greater", map_compare, RAF_OP_GT, 2},
+    {"GreaterOrEqual", map_compare, RAF_OP_GE, 2},
+    {"Not", map_logic, IMP_NO_OP, 1},
+    {"And", map_logic, IMP_NO_OP, 2},
+    {"Or", map_logic, IMP_NO_OP, 2},
+    {"Xor", map_logic, IMP_NO_OP, 2},
+    {"Where", map_where, IMP_NO_OP, 3},
+    {"Max", map_chain, RAF_OP_MAXIMUM, 1},
+    {"Min", map_chain, RAF_OP_MINIMUM, 1},
+    {"Sum", map_chain, RAF_OP_ADD, 1},
+    {"Mean", map_chain, RAF_OP_DIV, 1},
+    {"Cast", map_cast, IMP_NO_OP, 1},
+    {"CastLike", map_castlike, IMP_NO_OP, 2},
+    {"Clip", map_clip, RAF_OP_MAXIMUM, 1},
+    {"LeakyRelu", map_leaky_relu, IMP_NO_OP, 1},
+    {"PRelu", map_prelu, RAF_OP_MUL, 2},
+    {"ThresholdedRelu", map_thresholded_relu, IMP_NO_OP, 1},
+    {"Elu", map_elu, RAF_OP_EXP, 1},
+    {"Selu", map_selu, RAF_OP_EXP, 1},
+    {"Celu", map_celu, RAF_OP_EXP, 1},
+    {"HardSigmoid", map_hard_sigmoid, IMP_NO_OP, 1},
+    {"HardSwish", map_hard_swish, IMP_NO_OP, 1},
+    {"Softsign", map_softsign, RAF_OP_DIV, 1},
+    {"Softplus", map_softplus, RAF_OP_LOG, 1},
+    {"Sign", map_sign, RAF_OP_GT, 1},
+    {"Shrink", map_shrink, IMP_NO_OP, 1},
+    {"IsNaN", map_isnan, IMP_NO_OP, 1},
+    {"IsInf", map_isinf, IMP_NO_OP, 1},
+    {NULL, NULL, IMP_NO_OP, 0}};
 
-imp_mapper imp_find_mapper(const char *op_type) {
+const imp_op *imp_find_op(const char *op_type) {
   const imp_op *tables[] = {imp_ops_elementwise, imp_ops_shape, imp_ops_nn};
   for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
     for (const imp_op *o = tables[t]; o->op_type; o++)
       if (!strcmp(o->op_type, op_type))
-        return o->map;
+        return o;
   return NULL;
 }

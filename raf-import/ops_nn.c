@@ -17,7 +17,7 @@ static int map_matmul(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                       int nins, imp_value **outs) {
   (void)n, (void)nins;
   imp_value *a = ins[0], *b = ins[1];
-  if (!imp_check_dt(im, a, "fi", "matmul"))
+  if (!imp_admits(im, a, im->row->raf))
     return -1;
   if (a->rank == 0 || b->rank == 0)
     return imp_unsupported(im, "MatMul of a scalar");
@@ -62,7 +62,7 @@ static int map_matmul(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 static int map_gemm(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   imp_value *a = ins[0], *b = ins[1], *c = nins > 2 ? ins[2] : NULL;
-  if (!imp_check_dt(im, a, "fi", "matmul"))
+  if (!imp_admits(im, a, im->row->raf))
     return -1;
   if (a->rank != 2 || b->rank != 2)
     return imp_unsupported(im, "Gemm of ranks other than 2");
@@ -93,8 +93,8 @@ static int map_softmax(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                        int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  const char *op = !strcmp(n->op_type, "Softmax") ? "softmax" : "log_softmax";
-  if (!imp_check_dt(im, x, "f", op))
+  const char *op = raf_op_table[im->row->raf].name;
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   if (im->opset >= 13) {
     int64_t axis = imp_attr_int(n, "axis", -1);
@@ -122,7 +122,7 @@ static int map_hardmax(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                        int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0], *y = x;
-  if (!imp_check_dt(im, x, "f", "argmax"))
+  if (!imp_float_only(im, x))
     return -1;
   int axis;
   if (im->opset >= 13) {
@@ -173,7 +173,7 @@ static imp_value *broadcast_to(imp *im, imp_value *x, int rank,
 static int map_layer_norm(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   imp_value *x = ins[0], *scale = ins[1], *bias = nins > 2 ? ins[2] : NULL;
-  if (!imp_check_dt(im, x, "f", "layer_norm"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   int64_t axis = imp_attr_int(n, "axis", -1);
   int a = imp_norm_axis(im, axis, x->rank);
@@ -211,7 +211,7 @@ static int map_instance_norm(imp *im, const Onnx__NodeProto *n,
                              imp_value **ins, int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0], *scale = ins[1], *bias = ins[2];
-  if (!imp_check_dt(im, x, "f", "layer_norm"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   if (x->rank < 3)
     return imp_unsupported(im, "InstanceNormalization of rank %d", x->rank);
@@ -236,7 +236,7 @@ static int map_mvn(imp *im, const Onnx__NodeProto *n, imp_value **ins,
   (void)nins;
   /* The function body of the ONNX op, statement by statement. */
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "mean"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   int na;
   const int64_t *a = imp_attr_ints(n, "axes", &na);
@@ -264,7 +264,7 @@ static int map_batch_norm(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   (void)nins;
   imp_value *x = ins[0];
-  if (!imp_check_dt(im, x, "f", "batch_norm"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   bool training = imp_attr_int(n, "training_mode", 0);
   if (im->opset < 7 && !imp_attr_int(n, "is_test", 0))
@@ -324,7 +324,7 @@ static int map_dropout(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                                "above 0");
   imp_value *y = x;
   if (training) {
-    if (!imp_check_dt(im, x, "f", "dropout"))
+    if (!imp_admits(im, x, im->row->raf))
       return -1;
     imp_value *args[2] = {x, imp_scalar(im, 0, RAF_I64)};
     y = imp_emit(im, "dropout", args, 2, "{p = 0.0}", x->dt, x->rank, x->dims);
@@ -415,7 +415,7 @@ static imp_value *to2d(imp *im, imp_value *x, int nd) {
 static int map_conv(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   imp_value *x = ins[0], *w = ins[1], *b = nins > 2 ? ins[2] : NULL;
-  if (!imp_check_dt(im, x, "f", "conv2d"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   int nd = x->rank - 2;
   if (nd != 1 && nd != 2)
@@ -483,13 +483,13 @@ static int map_conv(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 static int map_pool(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                     int nins, imp_value **outs) {
   (void)nins;
-  bool is_max = !strcmp(n->op_type, "MaxPool");
-  const char *op = is_max ? "max_pool2d" : "avg_pool2d";
+  bool is_max = im->row->raf == RAF_OP_MAX_POOL2D;
+  const char *op = raf_op_table[im->row->raf].name;
   imp_value *x = ins[0];
   int nd = x->rank - 2;
   if (nd != 1 && nd != 2)
     return imp_unsupported(im, "%d-D pooling (.raf has 2-D)", nd);
-  if (!imp_check_dt(im, x, "f", op))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   if (is_max && imp_attr_int(n, "storage_order", 0))
     return imp_unsupported(im, "MaxPool storage_order is not imported");
@@ -588,15 +588,15 @@ static int map_pool(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 
 static int map_global_pool(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                            int nins, imp_value **outs) {
-  (void)nins;
+  (void)n, (void)nins;
   imp_value *x = ins[0];
-  bool avg = !strcmp(n->op_type, "GlobalAveragePool");
-  if (!imp_check_dt(im, x, "f", avg ? "mean" : "max"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   int64_t axes[RAF_MAX_RANK];
   for (int i = 2; i < x->rank; i++)
     axes[i - 2] = i;
-  outs[0] = imp_reduce(im, avg ? "mean" : "max", x, axes, x->rank - 2, true);
+  outs[0] = imp_reduce(im, raf_op_table[im->row->raf].name, x, axes,
+                       x->rank - 2, true);
   return 1;
 }
 
@@ -753,7 +753,7 @@ static imp_value *gather_elements(imp *im, imp_value *x, imp_value *idx,
     p->poisoned = true;
     return p;
   }
-  if (!imp_check_dt(im, idx, "i", "take indices")) {
+  if (!imp_int_indices(im, idx)) {
     imp_value *p = imp_value_new(im, x->dt, 0, NULL);
     p->poisoned = true;
     return p;
@@ -852,7 +852,7 @@ static imp_value *nll_loss(imp *im, imp_value *x, imp_value *target,
 
 static int map_nll_loss(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                         int nins, imp_value **outs) {
-  if (!imp_check_dt(im, ins[0], "f", "neg"))
+  if (!imp_float_only(im, ins[0]))
     return -1;
   const Onnx__AttributeProto *ig = imp_attr(n, "ignore_index");
   outs[0] = nll_loss(im, ins[0], ins[1], nins > 2 ? ins[2] : NULL,
@@ -882,7 +882,7 @@ static int map_onehot(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     return -1;
   if (imp_is_float(idx->dt))
     idx = imp_cast(im, idx, RAF_I64);
-  if (!imp_check_dt(im, idx, "i", "add"))
+  if (!imp_int_indices(im, idx))
     return -1;
   idx = wrap_negative(im, idx, depth);
   int64_t ie[RAF_MAX_RANK];
@@ -903,7 +903,7 @@ static int map_onehot(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 static int map_softmax_ce(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                           int nins, imp_value **outs) {
   imp_value *x = ins[0], *labels = ins[1];
-  if (!imp_check_dt(im, x, "f", "cross_entropy"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   if (x->rank < 2)
     return imp_unsupported(im, "scores of rank %d", x->rank);
@@ -960,24 +960,24 @@ static int map_softmax_ce(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 }
 
 const imp_op imp_ops_nn[] = {
-    {"MatMul", map_matmul},
-    {"Gemm", map_gemm},
-    {"Softmax", map_softmax},
-    {"LogSoftmax", map_softmax},
-    {"Hardmax", map_hardmax},
-    {"LayerNormalization", map_layer_norm},
-    {"InstanceNormalization", map_instance_norm},
-    {"MeanVarianceNormalization", map_mvn},
-    {"BatchNormalization", map_batch_norm},
-    {"Dropout", map_dropout},
-    {"Conv", map_conv},
-    {"MaxPool", map_pool},
-    {"AveragePool", map_pool},
-    {"GlobalAveragePool", map_global_pool},
-    {"GlobalMaxPool", map_global_pool},
-    {"Pad", map_pad},
-    {"GatherElements", map_gather_elements},
-    {"NegativeLogLikelihoodLoss", map_nll_loss},
-    {"OneHot", map_onehot},
-    {"SoftmaxCrossEntropyLoss", map_softmax_ce},
-    {NULL, NULL}};
+    {"MatMul", map_matmul, RAF_OP_MATMUL, 2},
+    {"Gemm", map_gemm, RAF_OP_MATMUL, 2},
+    {"Softmax", map_softmax, RAF_OP_SOFTMAX, 1},
+    {"LogSoftmax", map_softmax, RAF_OP_LOG_SOFTMAX, 1},
+    {"Hardmax", map_hardmax, IMP_NO_OP, 1},
+    {"LayerNormalization", map_layer_norm, RAF_OP_LAYER_NORM, 2},
+    {"InstanceNormalization", map_instance_norm, RAF_OP_LAYER_NORM, 3},
+    {"MeanVarianceNormalization", map_mvn, RAF_OP_MEAN, 1},
+    {"BatchNormalization", map_batch_norm, RAF_OP_BATCH_NORM, 5},
+    {"Dropout", map_dropout, RAF_OP_DROPOUT, 1},
+    {"Conv", map_conv, RAF_OP_CONV2D, 2},
+    {"MaxPool", map_pool, RAF_OP_MAX_POOL2D, 1},
+    {"AveragePool", map_pool, RAF_OP_AVG_POOL2D, 1},
+    {"GlobalAveragePool", map_global_pool, RAF_OP_MEAN, 1},
+    {"GlobalMaxPool", map_global_pool, RAF_OP_MAX, 1},
+    {"Pad", map_pad, IMP_NO_OP, 1},
+    {"GatherElements", map_gather_elements, IMP_NO_OP, 2},
+    {"NegativeLogLikelihoodLoss", map_nll_loss, IMP_NO_OP, 2},
+    {"OneHot", map_onehot, IMP_NO_OP, 3},
+    {"SoftmaxCrossEntropyLoss", map_softmax_ce, RAF_OP_CROSS_ENTROPY, 2},
+    {NULL, NULL, IMP_NO_OP, 0}};

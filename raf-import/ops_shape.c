@@ -504,7 +504,7 @@ static int map_gather(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     dims[r++] = idx->dims[i];
   for (int i = a + 1; i < x->rank; i++)
     dims[r++] = x->dims[i];
-  if (!imp_check_dt(im, idx, "i", "take indices"))
+  if (!imp_int_indices(im, idx))
     return -1;
   if (imp_foldable(x) && imp_foldable(idx)) {
     imp_tensor *t = imp_tensor_new(im, x->dt, rank, dims);
@@ -626,22 +626,26 @@ static int map_trilu(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 
 static int map_reduce(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                       int nins, imp_value **outs) {
+  /* An ONNX reduction is pre (mul for a square), then the row's .raf
+   * reduction, then post; it admits the element types all three admit. */
   static const struct {
-    const char *onnx, *raf, *allowed, *pre, *post;
+    const char *onnx;
+    raf_opcode pre, post;
     int axes_input_from;
   } rows[] = {
-      {"ReduceSum", "sum", "fi", NULL, NULL, 13},
-      {"ReduceMean", "mean", "f", NULL, NULL, 18},
-      {"ReduceMax", "max", "fi", NULL, NULL, 18},
-      {"ReduceMin", "min", "fi", NULL, NULL, 18},
-      {"ReduceL1", "sum", "fi", "abs", NULL, 18},
-      {"ReduceL2", "sum", "f", "square", "sqrt", 18},
-      {"ReduceSumSquare", "sum", "fi", "square", NULL, 18},
-      {"ReduceLogSum", "sum", "f", NULL, "log", 18},
-      {"ReduceLogSumExp", "sum", "f", "exp", "log", 18}};
+      {"ReduceSum", IMP_NO_OP, IMP_NO_OP, 13},
+      {"ReduceMean", IMP_NO_OP, IMP_NO_OP, 18},
+      {"ReduceMax", IMP_NO_OP, IMP_NO_OP, 18},
+      {"ReduceMin", IMP_NO_OP, IMP_NO_OP, 18},
+      {"ReduceL1", RAF_OP_ABS, IMP_NO_OP, 18},
+      {"ReduceL2", RAF_OP_MUL, RAF_OP_SQRT, 18},
+      {"ReduceSumSquare", RAF_OP_MUL, IMP_NO_OP, 18},
+      {"ReduceLogSum", IMP_NO_OP, RAF_OP_LOG, 18},
+      {"ReduceLogSumExp", RAF_OP_EXP, RAF_OP_LOG, 18}};
   int r = 0;
   while (strcmp(rows[r].onnx, n->op_type))
     r++;
+  raf_opcode pre = rows[r].pre, op = im->row->raf, post = rows[r].post;
   imp_value *x = ins[0];
   int64_t axes[RAF_MAX_RANK];
   int na = -1;
@@ -666,15 +670,18 @@ static int map_reduce(imp *im, const Onnx__NodeProto *n, imp_value **ins,
     outs[0] = x;
     return 1;
   }
-  if (!imp_check_dt(im, x, rows[r].allowed, rows[r].raf))
+  if ((pre != IMP_NO_OP && !imp_admits(im, x, pre)) ||
+      !imp_admits(im, x, op) ||
+      (post != IMP_NO_OP && !imp_admits(im, x, post)))
     return -1;
-  if (rows[r].pre)
-    x = !strcmp(rows[r].pre, "square") ? imp_binary(im, "mul", x, x, x->dt)
-                                       : imp_unary(im, rows[r].pre, x);
-  imp_value *y = imp_reduce(im, rows[r].raf, x, na < 0 ? NULL : axes,
-                            na < 0 ? 0 : na, keep);
-  if (rows[r].post)
-    y = imp_unary(im, rows[r].post, y);
+  if (pre == RAF_OP_MUL)
+    x = imp_binary(im, "mul", x, x, x->dt);
+  else if (pre != IMP_NO_OP)
+    x = imp_unary(im, raf_op_table[pre].name, x);
+  imp_value *y = imp_reduce(im, raf_op_table[op].name, x,
+                            na < 0 ? NULL : axes, na < 0 ? 0 : na, keep);
+  if (post != IMP_NO_OP)
+    y = imp_unary(im, raf_op_table[post].name, y);
   outs[0] = y;
   return 1;
 }
@@ -694,7 +701,7 @@ static int map_argmax(imp *im, const Onnx__NodeProto *n, imp_value **ins,
                                  "as argmax(neg(x)) overflows");
     x = imp_unary(im, "neg", x);
   }
-  if (!imp_check_dt(im, x, "fi", "argmax"))
+  if (!imp_admits(im, x, im->row->raf))
     return -1;
   bool last = imp_attr_int(n, "select_last_index", 0);
   if (last) {
@@ -726,34 +733,34 @@ static int map_argmax(imp *im, const Onnx__NodeProto *n, imp_value **ins,
 }
 
 const imp_op imp_ops_shape[] = {
-    {"Constant", map_constant},
-    {"Shape", map_shape},
-    {"Size", map_size},
-    {"ConstantOfShape", map_constant_of_shape},
-    {"EyeLike", map_eye_like},
-    {"Reshape", map_reshape},
-    {"Flatten", map_flatten},
-    {"Squeeze", map_squeeze},
-    {"Unsqueeze", map_unsqueeze},
-    {"Transpose", map_transpose},
-    {"Expand", map_expand},
-    {"Slice", map_slice},
-    {"Concat", map_concat},
-    {"Split", map_split},
-    {"Gather", map_gather},
-    {"Tile", map_tile},
-    {"DepthToSpace", map_depth_space},
-    {"SpaceToDepth", map_depth_space},
-    {"Trilu", map_trilu},
-    {"ReduceSum", map_reduce},
-    {"ReduceMean", map_reduce},
-    {"ReduceMax", map_reduce},
-    {"ReduceMin", map_reduce},
-    {"ReduceL1", map_reduce},
-    {"ReduceL2", map_reduce},
-    {"ReduceSumSquare", map_reduce},
-    {"ReduceLogSum", map_reduce},
-    {"ReduceLogSumExp", map_reduce},
-    {"ArgMax", map_argmax},
-    {"ArgMin", map_argmax},
-    {NULL, NULL}};
+    {"Constant", map_constant, IMP_NO_OP, 0},
+    {"Shape", map_shape, IMP_NO_OP, 1},
+    {"Size", map_size, IMP_NO_OP, 1},
+    {"ConstantOfShape", map_constant_of_shape, IMP_NO_OP, 1},
+    {"EyeLike", map_eye_like, IMP_NO_OP, 1},
+    {"Reshape", map_reshape, IMP_NO_OP, 1},
+    {"Flatten", map_flatten, IMP_NO_OP, 1},
+    {"Squeeze", map_squeeze, IMP_NO_OP, 1},
+    {"Unsqueeze", map_unsqueeze, IMP_NO_OP, 1},
+    {"Transpose", map_transpose, IMP_NO_OP, 1},
+    {"Expand", map_expand, IMP_NO_OP, 2},
+    {"Slice", map_slice, IMP_NO_OP, 1},
+    {"Concat", map_concat, IMP_NO_OP, 1},
+    {"Split", map_split, IMP_NO_OP, 1},
+    {"Gather", map_gather, IMP_NO_OP, 2},
+    {"Tile", map_tile, IMP_NO_OP, 2},
+    {"DepthToSpace", map_depth_space, IMP_NO_OP, 1},
+    {"SpaceToDepth", map_depth_space, IMP_NO_OP, 1},
+    {"Trilu", map_trilu, IMP_NO_OP, 1},
+    {"ReduceSum", map_reduce, RAF_OP_SUM, 1},
+    {"ReduceMean", map_reduce, RAF_OP_MEAN, 1},
+    {"ReduceMax", map_reduce, RAF_OP_MAX, 1},
+    {"ReduceMin", map_reduce, RAF_OP_MIN, 1},
+    {"ReduceL1", map_reduce, RAF_OP_SUM, 1},
+    {"ReduceL2", map_reduce, RAF_OP_SUM, 1},
+    {"ReduceSumSquare", map_reduce, RAF_OP_SUM, 1},
+    {"ReduceLogSum", map_reduce, RAF_OP_SUM, 1},
+    {"ReduceLogSumExp", map_reduce, RAF_OP_SUM, 1},
+    {"ArgMax", map_argmax, RAF_OP_ARGMAX, 1},
+    {"ArgMin", map_argmax, RAF_OP_ARGMAX, 1},
+    {NULL, NULL, IMP_NO_OP, 0}};

@@ -62,8 +62,8 @@ fuzz() {
   rc=${PIPESTATUS[0]}
   rm -rf "$corpus"
   [ "$rc" = 0 ] || return "$rc"
-  # raf-import (built only with protobuf-c), seeded with the ONNX node
-  # tests' models and the inputs that once crashed it.
+  # raf-import, seeded with the ONNX node tests' models and the inputs
+  # that once crashed it.
   [ -x build-fuzz/fuzz-import ] || return 0
   corpus=$(mktemp -d)
   for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do

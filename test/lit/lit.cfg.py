@@ -73,14 +73,13 @@ except OSError:
 # What CMake found (test/lit/CMakeCache.txt of the build): tests of the
 # onednn dialect say `REQUIRES: onednn` (or `UNSUPPORTED: onednn` for a
 # build without it), of remat{solver=ilp} `REQUIRES: glpk`, and of the mpi
-# dialect `REQUIRES: mpi` (which needs mpirun too); raf-import's tests
-# `REQUIRES: protobuf_c` (the tool is built only with protobuf-c).
+# dialect `REQUIRES: mpi` (which needs mpirun too).
 try:
     with open(os.path.join(raf_bin, "CMakeCache.txt")) as f:
         cache = f.read()
 except OSError:
     cache = ""
-for feature in ("onednn", "glpk", "mpi", "protobuf_c"):
+for feature in ("onednn", "glpk", "mpi"):
     if "RAF_HAVE_%s:INTERNAL=ON" % feature.upper() in cache:
         if feature != "mpi" or shutil.which("mpirun"):
             config.available_features.add(feature)

@@ -1,14 +1,22 @@
 #!/usr/bin/python3
 """import_cases.py: ONNX backend node tests -> raf-run cases, by raf-import.
 
-The same cases as convert.py writes (WORK/cases/TEST/{case.raf, *.npy,
-case.json} and WORK/summary.json), but each model is imported by the C tool
-raf-import; this script only writes the test's inputs and expected outputs
-from its .pb files (with onnx.numpy_helper) and tells raf-run how to call
-the function. Every graph input is given to raf-import with --specialize, so
-an input that .raf takes as an attribute (a Reshape's shape) is specialised
-to the test's data, as convert.py does. A model raf-import refuses is
-skipped with raf-import's own message as the reason.
+Reads the node tests of Debian's libonnx-testdata (each a model.onnx and
+test_data_set_0/{input,output}_N.pb) and writes, for every model the C tool
+raf-import imports,
+
+    WORK/cases/TEST/case.raf           the graph as one .raf function, @TEST
+    WORK/cases/TEST/case.safetensors   its initializers used as data, if any
+    WORK/cases/TEST/*.npy              its inputs and expected outputs
+    WORK/cases/TEST/case.json          how run.py calls raf-run
+
+and WORK/summary.json. The mapping of ONNX onto .raf is raf-import's alone;
+this script only writes the test's data from its .pb files (with
+onnx.numpy_helper), picks the tolerances, and tells raf-run how to call the
+function. Every graph input is given to raf-import with --specialize, so an
+input that .raf takes as an attribute (a Reshape's shape) is specialised to
+the test's data. A model raf-import refuses is skipped with raf-import's own
+message as the reason.
 
 Usage: import_cases.py --raf-import BIN [--data DIR] [--work DIR]
                        [--only REGEX] [--jobs N]
@@ -26,15 +34,55 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import convert  # noqa: E402  (the .pb loading, dtypes and tolerances)
+DATA = '/usr/share/libonnx-testdata/data/node'
+
+# The ONNX element types .raf has, by their .raf names.
+ONNX_DTYPES = {
+    TensorProto.FLOAT: 'f32', TensorProto.DOUBLE: 'f64',
+    TensorProto.FLOAT16: 'f16', TensorProto.BFLOAT16: 'bf16',
+    TensorProto.INT64: 'i64', TensorProto.INT32: 'i32',
+    TensorProto.INT8: 'i8', TensorProto.UINT8: 'u8', TensorProto.BOOL: 'bool',
+}
+# The .npy type of each .raf type (bf16 travels as f32: --bf16-io=f32).
+NP_DTYPES = {
+    'f64': np.float64, 'f32': np.float32, 'f16': np.float16,
+    'i64': np.int64, 'i32': np.int32, 'i8': np.int8, 'u8': np.uint8,
+    'bool': np.bool_,
+}
 
 
 class Skip(Exception):
     pass
+
+
+def bf16_bits_to_f32(bits):
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def load_pb(path):
+    """A test's input or output file as a NumPy array (bf16 as its uint16
+    bits); Skip for an element type .raf lacks."""
+    t = onnx.TensorProto()
+    with open(path, 'rb') as f:
+        t.ParseFromString(f.read())
+    if t.data_type not in ONNX_DTYPES and t.data_type != TensorProto.UINT16:
+        raise Skip('element type %s is not in .raf' %
+                   TensorProto.DataType.Name(t.data_type))
+    return numpy_helper.to_array(t)
+
+
+def tolerance(dtypes):
+    """atol, rtol for a case whose outputs have these .raf types: the
+    loosest float type decides (integers and bool compare exactly)."""
+    tol = {'f64': (1e-9, 1e-7), 'f32': (1e-5, 1e-4), 'f16': (1e-3, 5e-3),
+           'bf16': (1e-2, 2e-2)}
+    best = (0.0, 0.0)
+    for d in dtypes:
+        if d in tol:
+            best = max(best, tol[d])
+    return best
 
 
 def raf_names(model):
@@ -90,9 +138,9 @@ def import_test(d, work, raf_import):
     model = onnx.load(model_path)
     ds = os.path.join(d, 'test_data_set_0')
     try:
-        inputs = [convert.load_pb(p) for p in numbered(ds, 'input')]
-        outputs = [convert.load_pb(p) for p in numbered(ds, 'output')]
-    except (convert.Skip, ValueError):
+        inputs = [load_pb(p) for p in numbered(ds, 'input')]
+        outputs = [load_pb(p) for p in numbered(ds, 'output')]
+    except (Skip, ValueError):
         # Data that is no tensor (sequences, optionals) or of a type .raf
         # lacks: raf-import says why it refuses the model.
         inputs = outputs = None
@@ -108,10 +156,10 @@ def import_test(d, work, raf_import):
         raise Skip('test data does not match the graph inputs')
     for i, (vi, data) in enumerate(zip(real_inputs, inputs or [])):
         tt = vi.type.tensor_type if vi.type.HasField('tensor_type') else None
-        if tt is None or tt.elem_type not in convert.ONNX_DTYPES:
+        if tt is None or tt.elem_type not in ONNX_DTYPES:
             continue    # raf-import refuses the input and says why
         if tt.elem_type == TensorProto.BFLOAT16:
-            data = convert.bf16_bits_to_f32(data.astype(np.uint16))
+            data = bf16_bits_to_f32(data.astype(np.uint16))
         fn = 'in_%d.npy' % i
         np.save(os.path.join(out, fn), np.ascontiguousarray(data))
         files[names[vi.name]] = fn
@@ -152,13 +200,13 @@ def import_test(d, work, raf_import):
                                                    model.graph.output,
                                                    outputs)):
         if vo.type.tensor_type.elem_type == TensorProto.BFLOAT16:
-            data = convert.bf16_bits_to_f32(data.astype(np.uint16))
+            data = bf16_bits_to_f32(data.astype(np.uint16))
         data = np.ascontiguousarray(data)
         if data.shape != shape and data.size == int(np.prod(shape)):
             # The 1.12 data holds some scalars (Size, SoftmaxCrossEntropyLoss)
             # as [1]; the graph declares them scalars.
             data = data.reshape(shape)
-        if data.shape != shape or np.dtype(convert.NP_DTYPES[dt]) != \
+        if data.shape != shape or np.dtype(NP_DTYPES[dt]) != \
                 data.dtype:
             raise RuntimeError('%s: result %d is %s%s, the test expects %s%s'
                                % (name, i, dt, list(shape), data.dtype,
@@ -166,7 +214,7 @@ def import_test(d, work, raf_import):
         fn = 'out_%d.npy' % i
         np.save(os.path.join(out, fn), data)
         case['outputs'].append(fn)
-    case['atol'], case['rtol'] = convert.tolerance([dt for dt, _ in results])
+    case['atol'], case['rtol'] = tolerance([dt for dt, _ in results])
     with open(os.path.join(out, 'case.json'), 'w') as f:
         json.dump(case, f, indent=1)
     return case
@@ -184,7 +232,7 @@ def one(d, cases_dir, raf_import):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--raf-import', required=True)
-    ap.add_argument('--data', default=convert.DATA)
+    ap.add_argument('--data', default=DATA)
     ap.add_argument('--work', default='build/onnx')
     ap.add_argument('--only')
     ap.add_argument('--jobs', type=int, default=2)
@@ -201,28 +249,32 @@ def main(argv=None):
     os.makedirs(cases_dir)
     raf_import = os.path.abspath(args.raf_import)
     skipped = collections.defaultdict(list)
-    converted, errors = [], []
+    imported, errors = [], []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futs = [(d, pool.submit(one, d, cases_dir, raf_import))
                 for d in tests]
         for d, fut in futs:
             kind, res = fut.result()
             if kind == 'ok':
-                converted.append(res)
+                imported.append(res)
             elif kind == 'skip':
                 skipped[res].append(os.path.basename(d))
             else:
                 errors.append(res)
     nskip = sum(len(v) for v in skipped.values())
     with open(os.path.join(args.work, 'summary.json'), 'w') as f:
-        json.dump({'total': len(tests), 'converted': len(converted),
+        json.dump({'total': len(tests), 'imported': len(imported),
                    'skipped': nskip, 'errors': errors,
                    'skipped_by_reason': skipped}, f, indent=1)
     print('raf-import: imported %d, skipped %d of %d tests' %
-          (len(converted), nskip, len(tests)))
+          (len(imported), nskip, len(tests)))
     if args.list_skipped:
+        # Markdown, as test/onnx/README.md lists them
+        print('\n%d of the %d node tests are skipped (%d imported).\n' %
+              (nskip, len(tests), len(imported)))
         for reason, names in sorted(skipped.items()):
-            print('- %s: %s' % (reason, ', '.join(n[5:] for n in names)))
+            print('- %s: %s' % (reason, ', '.join('`%s`' % n[5:]
+                                                  for n in names)))
     for e in errors:
         print('import: error: ' + e, file=sys.stderr)
     return 1 if errors else 0

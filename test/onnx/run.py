@@ -2,12 +2,12 @@
 """run.py: imports the ONNX backend node tests and runs them through raf-run.
 
     run.py --raf-run build/raf-run [--raf-import build/raf-import]
-           [--work build/onnx] [--jobs 2] [--only REGEX] [--no-convert]
+           [--work build/onnx] [--jobs 2] [--only REGEX] [--no-import]
            [--passes PIPELINE] [-v]
 
-Imports every test's model with raf-import (import_cases.py), or, without
---raf-import (a build without protobuf-c), converts it with the Python
-reference converter convert.py; then (unless --no-convert) runs every case as
+Imports every test's model with raf-import (import_cases.py; the raf-import
+next to raf-run unless --raf-import says), then (unless --no-import) runs
+every case as
 
     raf-run case.raf --function=TEST --input=NAME=@in_N.npy ...
             [--load=case.safetensors]
@@ -15,9 +15,8 @@ reference converter convert.py; then (unless --no-convert) runs every case as
 
 on --jobs processes, prints each failure with raf-run's output, and ends with
 `onnx: P passed, F failed, S skipped of T`. Exits 1 if a case fails or the
-converter reports an error (a crash of raf-import is one, never a skip).
-With raf-import, the skipped tests must be exactly those of
-expected-skips.txt (each listed with its reason): a skip not listed there
+import reports an error (a crash of raf-import is one, never a skip).
+The skipped tests must be exactly those of expected-skips.txt (each listed with its reason): a skip not listed there
 fails, and so does a listed test that is now imported (it leaves the list);
 --write-expected-skips rewrites the list from this run. With --passes, each case goes through
 `raf-opt -p PIPELINE` first (raf-opt next to raf-run, or --raf-opt), so the
@@ -34,7 +33,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import convert  # noqa: E402
 import import_cases  # noqa: E402
 
 
@@ -120,10 +118,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--raf-run', required=True, help='the raf-run binary')
     ap.add_argument('--raf-import', help='the raf-import binary (default: '
-                    'convert with convert.py)')
+                    'next to raf-run)')
     ap.add_argument('--work', default='build/onnx',
                     help='where the cases are generated')
-    ap.add_argument('--data', default=convert.DATA)
+    ap.add_argument('--data', default=import_cases.DATA)
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--threads', type=int, default=1,
                     help='raf-run --threads per case (default 1; 0: '
@@ -134,7 +132,7 @@ def main():
     ap.add_argument('--raf-opt', help='the raf-opt binary (default: next to '
                     'raf-run)')
     ap.add_argument('--only', help='run the tests matching this regex')
-    ap.add_argument('--no-convert', action='store_true',
+    ap.add_argument('--no-import', action='store_true',
                     help='run the cases already in WORK')
     ap.add_argument('-v', '--verbose', action='store_true',
                     help='print every case')
@@ -150,23 +148,21 @@ def main():
               % args.data)
         return 1
     t0 = time.time()
-    if not args.no_convert:
-        conv_args = ['--data', args.data, '--work', args.work]
+    raf_run = os.path.abspath(args.raf_run)
+    raf_import = os.path.abspath(args.raf_import or os.path.join(
+        os.path.dirname(raf_run), 'raf-import'))
+    if not args.no_import:
+        import_args = ['--data', args.data, '--work', args.work,
+                       '--raf-import', raf_import, '--jobs', str(args.jobs)]
         if args.only:
-            conv_args += ['--only', args.only]
-        if args.raf_import:
-            conv_args += ['--raf-import', args.raf_import,
-                          '--jobs', str(args.jobs)]
-            failed_import = import_cases.main(conv_args) != 0
-        else:
-            failed_import = convert.main(conv_args) != 0
-        if failed_import:
+            import_args += ['--only', args.only]
+        if import_cases.main(import_args) != 0:
             print('onnx: the import failed')
             return 1
     with open(os.path.join(args.work, 'summary.json')) as f:
         summary = json.load(f)
     skip_problems = []
-    if args.raf_import and not args.no_convert:
+    if not args.no_import:
         skip_problems = check_skips(summary, args.only,
                                     args.write_expected_skips,
                                     args.expected_skips)
@@ -174,7 +170,6 @@ def main():
             print('onnx: ' + problem)
     cases_dir = os.path.join(args.work, 'cases')
     cases = sorted(os.listdir(cases_dir))
-    raf_run = os.path.abspath(args.raf_run)
     raf_opt = os.path.abspath(args.raf_opt or os.path.join(
         os.path.dirname(raf_run), 'raf-opt'))
     passed, failed = [], []
