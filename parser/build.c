@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -593,8 +594,34 @@ raf_attr raf_build_flag(raf_parser *p, raf_span name) {
   return named(p, name, raf_build_bool_attr(true));
 }
 
+/* {dialect = "NAME"} names a row of lang/dialects.def: resolved here,
+ * once, so that no later reader looks the name up, and an unknown one is
+ * an error where it is written. */
+static void resolve_dialect(raf_parser *p, raf_attr *a) {
+  raf_dialect d;
+  const char *name = a->val.u.s ? a->val.u.s : "";
+  if (raf_dialect_from_name(name, strlen(name), &d)) {
+    a->kind = RAF_ATTR_DIALECT;
+    a->val.u.dialect = d;
+    return;
+  }
+  const char *names[RAF_DIALECT_COUNT];
+  char known[256] = "";
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
+    names[i] = raf_dialect_get((raf_dialect)i)->name;
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+             i ? ", " : "", names[i]);
+  }
+  const char *near = raf_suggest(name, strlen(name), names, RAF_DIALECT_COUNT);
+  raf_parse_error(p, a->loc, "unknown dialect \"%s\"%s%s%s (known: %s)", name,
+                  near ? "; did you mean '" : "", near ? near : "",
+                  near ? "'?" : "", known);
+}
+
 void raf_build_attr_name(raf_parser *p, raf_attr *a, raf_span name) {
   *a = named(p, name, *a);
+  if (a->kind == RAF_ATTR_STRING && strcmp(a->name, "dialect") == 0)
+    resolve_dialect(p, a);
 }
 
 raf_attr raf_build_int_attr(raf_parser *p, raf_span n) {
