@@ -620,7 +620,8 @@ static void resolve_dialect(raf_parser *p, raf_attr *a) {
 
 void raf_build_attr_name(raf_parser *p, raf_attr *a, raf_span name) {
   *a = named(p, name, *a);
-  if (a->kind == RAF_ATTR_STRING && strcmp(a->name, "dialect") == 0)
+  if (a->kind == RAF_ATTR_STRING && strcmp(a->name, "dialect") == 0 &&
+      !p->bad_string)
     resolve_dialect(p, a);
 }
 
@@ -646,12 +647,14 @@ raf_attr raf_build_string_attr(raf_parser *p, raf_span s) {
   int n = 0;
   /* Strip the quotes and undo the \" and \\ escapes. */
   int end = s.len > 1 && s.s[s.len - 1] == '"' ? s.len - 1 : s.len;
+  p->bad_string = end == s.len;
   for (int i = 1; out && i < end; i++) {
     if (s.s[i] == '\\' && i + 1 < end) {
       i++;
       if (s.s[i] != '"' && s.s[i] != '\\') {
         raf_loc at = s.loc;
         at.col += (uint32_t)i - 1;
+        p->bad_string = true;
         raf_parse_error(p, at, "unknown escape '\\%c' in string (only \\\" "
                         "and \\\\ are escapes)", s.s[i]);
       }
