@@ -207,18 +207,32 @@ int cg_rowop_input(const raf_stmt *s) {
   return s->op == RAF_OP_CROSS_ENTROPY_GRAD ? 1 : 0;
 }
 
-/* Whether the lowering takes s; else a phrase in why. The lowering takes exactly the ops (and first-operand dtypes) of the llvm
- * dialect's FUSED rows in lang/dialects.def; test/unit/test_registry.c
- * lowers a statement of every row, so a row the lowering lacks fails it. */
+/* The first-operand dtypes in which the lowering takes op: its row of
+ * lang/codegen_ops.def (the FUSED rows of the dialects that compile
+ * through codegen/, for either target), 0 for an op it does not take. */
+static unsigned lowered_dtypes(raf_opcode op) {
+  switch (op) {
+#define CODEGEN_OP(o, dtypes)                                                  \
+  case RAF_OP_##o:                                                             \
+    return dtypes;
+#include "lang/codegen_ops.def"
+#undef CODEGEN_OP
+  default:
+    return 0;
+  }
+}
+
+/* Whether the lowering takes s; else a phrase in why. The lowering takes
+ * exactly the ops (and first-operand dtypes) of lang/codegen_ops.def;
+ * test/unit/test_registry.c lowers a statement of every row, so a row the
+ * lowering lacks fails it. */
 static bool stmt_supported(const raf_stmt *s, char *why, size_t size) {
   const char *op = raf_op_table[s->op].name;
   raf_dtype dt = raf_stmt_key_dtype(s);
-  if (raf_dialect_fuses(RAF_DIALECT_LLVM, s->op, dt))
+  unsigned dtypes = lowered_dtypes(s->op);
+  if ((dtypes >> dt) & 1)
     return true;
-  bool some_dtype = false;
-  for (int d = 0; d < RAF_DTYPE_COUNT; d++)
-    some_dtype |= raf_dialect_fuses(RAF_DIALECT_LLVM, s->op, (raf_dtype)d);
-  if (some_dtype)
+  if (dtypes)
     snprintf(why, size, "no lowering of %s for %s", op, raf_dtype_name(dt));
   else
     snprintf(why, size, "no lowering of %s", op);

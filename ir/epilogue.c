@@ -34,8 +34,8 @@ static bool is_tanh_gelu(const raf_stmt *s) {
   return a && strcmp(a, "tanh") == 0;
 }
 
-/* matmul(a, b) that is one GEMM, all of one dtype cuBLASLt takes with an
- * epilogue (the cublas dialect's FUSED rows, lang/dialects.def): a 2-D b,
+/* matmul(a, b) that is one GEMM, all of one dtype (which dtypes, the
+ * dialect's FUSED rows say: its traits check them): a 2-D b,
  * and a 2-D a or one whose leading dims fold into its rows
  * (x [B, T, C] @ w [C, F]). */
 static bool plain_product(const raf_stmt *s) {
@@ -44,8 +44,7 @@ static bool plain_product(const raf_stmt *s) {
   const raf_type *a = s->operands[0].value->type,
                  *b = s->operands[1].value->type, *r = s->results[0]->type;
   raf_dtype dt = r->dtype;
-  return raf_dialect_fuses(RAF_DIALECT_CUBLAS, RAF_OP_MATMUL, dt) &&
-         a->rank >= 2 &&
+  return a->rank >= 2 &&
          b->rank == 2 && r->rank == a->rank && a->dtype == dt &&
          b->dtype == dt &&
          (a->rank == 2 || !raf_stmt_attr_bool(s, "transpose_a"));

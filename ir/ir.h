@@ -153,11 +153,15 @@ bool raf_dialect_implements(raf_dialect d, raf_opcode op, raf_dtype dt);
 bool raf_dialect_fuses(raf_dialect d, raf_opcode op, raf_dtype dt);
 /* Whether d has FUSED rows: it implements calls of fused functions. */
 bool raf_dialect_compiles_fused(raf_dialect d);
-/* Whether d implements a call of callee: callee is `{fused}` and d fuses
- * every statement of it but return. */
+/* Whether d implements a call of callee as one kernel: the runs_call
+ * question of d's traits (ir/dialect.h). */
 bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee);
-/* Whether s carries the dispatch pass's annotation {dialect = "D"} for
- * dialect d. */
+/* The dialect of s's annotation {dialect = "D"} (the dispatch pass's,
+ * resolved when parsed), or RAF_DIALECT_COUNT when it has none. */
+raf_dialect raf_stmt_dialect(const raf_stmt *s);
+/* The name of that dialect, or NULL. */
+const char *raf_stmt_dialect_name(const raf_stmt *s);
+/* Whether s carries the annotation for dialect d. */
 bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d);
 /* The dtype that decides which dialects implement s: its first operand's,
  * or its first result's when it has no operands. */

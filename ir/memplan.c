@@ -114,12 +114,10 @@ bool raf_mem_op_inplace(const raf_stmt *s, int operand) {
   /* The kernels that keep the rule: those of a dialect that declares the
    * op's in-place kind (lang/dialects.def's inplace column). A statement
    * with no dialect is judged by its op alone. */
-  const char *d = raf_stmt_attr_str(s, "dialect");
+  raf_dialect d = raf_stmt_dialect(s);
   raf_inplace_class kind = raf_op_table[s->op].inplace;
   bool rows = kind == RAF_INPLACE_ROWS;
-  raf_dialect dialect;
-  if (d && (!raf_dialect_from_name(d, strlen(d), &dialect) ||
-            !(raf_dialect_get(dialect)->inplace & (1u << kind))))
+  if (d != RAF_DIALECT_COUNT && !(raf_dialect_get(d)->inplace & (1u << kind)))
     return false;
   const raf_type *in = s->operands[operand].value->type,
                  *out = s->results[0]->type;
@@ -238,37 +236,6 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
   }
   free(from_a);
   return ok;
-}
-
-raf_scratch raf_mem_scratch_of(const raf_stmt *s) {
-  raf_scratch sc = {0, -1, -1, -1};
-  bool grad = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
-  bool attention = grad || s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION;
-  if (!raf_stmt_bound_to(s, RAF_DIALECT_CUBLAS) ||
-      (s->op != RAF_OP_MATMUL && s->op != RAF_OP_CALL && !attention))
-    return sc;
-  sc.bytes = RAF_CUBLAS_WORKSPACE_BYTES; /* the workspace, first */
-  if (!attention || s->noperands < (grad ? 4 : 3))
-    return sc;
-  const raf_type *q = s->operands[grad ? 1 : 0].value->type,
-                 *k = s->operands[grad ? 2 : 1].value->type;
-  if (q->rank < 2 || k->rank < 2)
-    return sc;
-  int64_t n = q->dims[q->rank - 2] * k->dims[k->rank - 2];
-  for (int i = 0; i < q->rank - 2; i++)
-    n *= q->dims[i];
-  int64_t floats = raf_mem_aligned(n * (int64_t)sizeof(float));
-  sc.scores = sc.bytes;
-  sc.bytes += floats;
-  if (grad) {
-    sc.dscores = sc.bytes;
-    sc.bytes += floats;
-  }
-  if (q->dtype != RAF_F32) {
-    sc.probs = sc.bytes;
-    sc.bytes += raf_mem_aligned(n * raf_dtype_size(q->dtype));
-  }
-  return sc;
 }
 
 bool raf_mem_is_called(const raf_func *f) {
@@ -402,7 +369,9 @@ static void read_stmt(reader *rd, int k) {
     int uses = 0;
     for (int j = 0; j < s->noperands; j++)
       uses += s->operands[j].value == u->value;
-    const char *dialect = raf_stmt_attr_str(s, "dialect");
+    raf_dialect d = raf_stmt_dialect(s);
+    const char *dialect =
+        d == RAF_DIALECT_COUNT ? NULL : raf_dialect_get(d)->name;
     if (!allowed && dialect) /* planned before this dialect was chosen */
       bad(rd, s->loc, "%%%s cannot overwrite operand %lld (%%%s) of %s: "
           "dialect %s computes it out of place (run dispatch, with the "

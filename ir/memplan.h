@@ -139,15 +139,10 @@ bool raf_mem_is_called(const raf_func *f);
  * plan made before dispatch chose its dialect, or no plan) gets the
  * dialect's own. */
 
-/* The cuBLASLt workspace of each cublas kernel: 32 MiB, what llm.c gives
- * it (Hopper's fastest kernels want it). */
-#define RAF_CUBLAS_WORKSPACE_BYTES ((int64_t)32 << 20)
-
 /* A statement's scratch: its size and where its parts start, in bytes
- * from its start (each 64-aligned; -1 for a part it has not). A cublas
- * statement's scratch starts with cuBLASLt's workspace
- * (RAF_CUBLAS_WORKSPACE_BYTES), so that every product finds it at the
- * scratch's start. */
+ * from its start (each 64-aligned; -1 for a part it has not). What a
+ * library keeps at the start (cuBLASLt's workspace) is the dialect's
+ * business: runtime/cuda/traits.h. */
 typedef struct raf_scratch {
   int64_t bytes;     /* the whole; 0 when the kernel needs none */
   int64_t scores;    /* attention: s, BH * L * S floats */
@@ -155,11 +150,8 @@ typedef struct raf_scratch {
   int64_t probs;     /* attention in bf16 or f16: p, BH * L * S elements */
 } raf_scratch;
 
-/* The scratch of s by the dialect it is annotated with: a statement bound
- * to cublas has cuBLASLt's workspace, and attention and its gradient on
- * cublas also the scores cublas_attention.c keeps (for q [.., L, E] and
- * k [.., S, E], BH the product of the leading dims). Every other has
- * none. */
+/* The scratch of s, as the traits of the dialect it is annotated with
+ * say (ir/dialect.h); none when it has no dialect. ir/dialect.c. */
 raf_scratch raf_mem_scratch_of(const raf_stmt *s);
 
 /* Checks the plan of every planned function of m (the verifier's part). */

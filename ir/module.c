@@ -266,6 +266,8 @@ bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
     return a->u.value == b->u.value;
   case RAF_ATTR_FUNC:
     return a->u.func == b->u.func;
+  case RAF_ATTR_DIALECT:
+    return a->u.dialect == b->u.dialect;
   case RAF_ATTR_KIND_COUNT:
     break;
   }

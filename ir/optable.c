@@ -1,7 +1,6 @@
 /* optable.c: the op table and the language's other static facts, expanded
  * from the .def files in lang/. Nothing else in the project lists ops. */
 #include "ir/ir.h"
-#include "ir/epilogue.h"
 
 #include <string.h>
 
@@ -188,24 +187,19 @@ bool raf_dialect_compiles_fused(raf_dialect d) {
   return false;
 }
 
-bool raf_dialect_implements_call(raf_dialect d, const raf_func *callee) {
-  const raf_attr *fused = callee ? raf_attrs_find(&callee->attrs, "fused")
-                                 : NULL;
-  if (!fused || fused->kind != RAF_ATTR_BOOL || !fused->val.u.b)
-    return false;
-  for (const raf_stmt *s = callee->first; s; s = s->next)
-    if (s->op != RAF_OP_RETURN &&
-        !raf_dialect_fuses(d, s->op, raf_stmt_key_dtype(s)))
-      return false;
-  /* cuBLASLt runs a fused function only as a product and its epilogue. */
-  if (d == RAF_DIALECT_CUBLAS)
-    return raf_epilogue_of_func(callee, NULL);
-  return true;
+raf_dialect raf_stmt_dialect(const raf_stmt *s) {
+  const raf_attr *a = raf_attrs_find(&s->attrs, "dialect");
+  return a && a->kind == RAF_ATTR_DIALECT ? a->val.u.dialect
+                                          : RAF_DIALECT_COUNT;
+}
+
+const char *raf_stmt_dialect_name(const raf_stmt *s) {
+  raf_dialect d = raf_stmt_dialect(s);
+  return d == RAF_DIALECT_COUNT ? NULL : dialect_facts[d].name;
 }
 
 bool raf_stmt_bound_to(const raf_stmt *s, raf_dialect d) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
-  return name && strcmp(name, dialect_facts[d].name) == 0;
+  return raf_stmt_dialect(s) == d;
 }
 
 raf_dtype raf_stmt_key_dtype(const raf_stmt *s) {

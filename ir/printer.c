@@ -194,6 +194,7 @@ static void put_attr_value(out *o, const raf_attr *a) {
     put(o, "@", 1);
     puts_(o, v->u.func ? v->u.func->name : "<null>");
     break;
+  case RAF_ATTR_DIALECT: put_string(o, raf_dialect_get(v->u.dialect)->name); break;
   case RAF_ATTR_KIND_COUNT: break;
   }
 }

@@ -107,6 +107,7 @@ typedef struct raf_attr_value {
     } floats;
     struct raf_value *value;
     struct raf_func *func;
+    raf_dialect dialect;
   } u;
 } raf_attr_value;
 
@@ -149,6 +150,8 @@ typedef struct raf_attr_spec {
   {n, RAF_ATTR_VALUE, RAF_SPEC_OPTIONAL, {.u.value = NULL}, NULL}
 #define A_FUNC_OPT(n)                                                          \
   {n, RAF_ATTR_FUNC, RAF_SPEC_OPTIONAL, {.u.func = NULL}, NULL}
+#define A_DIALECT_OPT(n)                                                       \
+  {n, RAF_ATTR_DIALECT, RAF_SPEC_OPTIONAL, {.u.dialect = 0}, NULL}
 
 /* Static facts about dtypes. */
 const char *raf_dtype_name(raf_dtype dt);

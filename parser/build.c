@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -593,8 +594,35 @@ raf_attr raf_build_flag(raf_parser *p, raf_span name) {
   return named(p, name, raf_build_bool_attr(true));
 }
 
+/* {dialect = "NAME"} names a row of lang/dialects.def: resolved here,
+ * once, so that no later reader looks the name up, and an unknown one is
+ * an error where it is written. */
+static void resolve_dialect(raf_parser *p, raf_attr *a) {
+  raf_dialect d;
+  const char *name = a->val.u.s ? a->val.u.s : "";
+  if (raf_dialect_from_name(name, strlen(name), &d)) {
+    a->kind = RAF_ATTR_DIALECT;
+    a->val.u.dialect = d;
+    return;
+  }
+  const char *names[RAF_DIALECT_COUNT];
+  char known[256] = "";
+  for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
+    names[i] = raf_dialect_get((raf_dialect)i)->name;
+    snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+             i ? ", " : "", names[i]);
+  }
+  const char *near = raf_suggest(name, strlen(name), names, RAF_DIALECT_COUNT);
+  raf_parse_error(p, a->loc, "unknown dialect \"%s\"%s%s%s (known: %s)", name,
+                  near ? "; did you mean '" : "", near ? near : "",
+                  near ? "'?" : "", known);
+}
+
 void raf_build_attr_name(raf_parser *p, raf_attr *a, raf_span name) {
   *a = named(p, name, *a);
+  if (a->kind == RAF_ATTR_STRING && strcmp(a->name, "dialect") == 0 &&
+      !p->bad_string)
+    resolve_dialect(p, a);
 }
 
 raf_attr raf_build_int_attr(raf_parser *p, raf_span n) {
@@ -619,12 +647,14 @@ raf_attr raf_build_string_attr(raf_parser *p, raf_span s) {
   int n = 0;
   /* Strip the quotes and undo the \" and \\ escapes. */
   int end = s.len > 1 && s.s[s.len - 1] == '"' ? s.len - 1 : s.len;
+  p->bad_string = end == s.len;
   for (int i = 1; out && i < end; i++) {
     if (s.s[i] == '\\' && i + 1 < end) {
       i++;
       if (s.s[i] != '"' && s.s[i] != '\\') {
         raf_loc at = s.loc;
         at.col += (uint32_t)i - 1;
+        p->bad_string = true;
         raf_parse_error(p, at, "unknown escape '\\%c' in string (only \\\" "
                         "and \\\\ are escapes)", s.s[i]);
       }

@@ -52,6 +52,9 @@ typedef struct raf_parser {
   /* Dense constant literals: flattened elements and per-depth lengths. */
   raf_buf lit;          /* raf_span */
   int lit_depth, lit_rank, lit_error;
+  /* The last string read was reported (unterminated, a bad escape): a
+   * dialect name is not looked up in it. */
+  bool bad_string;
   int64_t lit_dims[RAF_MAX_RANK + 1];
   int64_t lit_count[RAF_MAX_RANK + 1];
 

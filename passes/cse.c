@@ -105,6 +105,7 @@ static uint64_t hash_attr_value(const raf_attr *a) {
                       sizeof(double) * (size_t)v->u.floats.n);
   case RAF_ATTR_VALUE: return mix(h, ptr_bits(v->u.value));
   case RAF_ATTR_FUNC: return mix(h, ptr_bits(v->u.func));
+  case RAF_ATTR_DIALECT: return mix(h, (uint64_t)v->u.dialect);
   case RAF_ATTR_KIND_COUNT: break;
   }
   return h;

@@ -22,7 +22,7 @@
  * Calls. A `call` of a fused function (`{fused}`) gets the first enabled
  * dialect, in the same order, that compiles the callee as a whole: one
  * with a FUSED row of lang/dialects.def for every statement inside it
- * (raf_dialect_implements_call). Other calls, and fused calls no enabled
+ * and whatever else its traits ask (raf_dialect_runs, ir/dialect.h). Other calls, and fused calls no enabled
  * dialect compiles, are the executor's: they get no annotation (one they
  * carry is dropped unless its dialect is enabled and compiles the callee),
  * and the executor runs the callee's statements, which this pass
@@ -31,6 +31,7 @@
  * Requires: a verified module.
  * Preserves: everything but the `dialect` attributes.
  */
+#include "ir/dialect.h"
 #include "passes/pass.h"
 
 #include <stdio.h>
@@ -89,15 +90,14 @@ static raf_status parse_order(raf_ctx *ctx, const char *device,
   return RAF_OK;
 }
 
-/* The dialect of `device` of highest priority, enabled or not, that
- * implements op in dt; RAF_DIALECT_COUNT when none does. */
-static raf_dialect device_implementer(const char *device, raf_opcode op,
-                                      raf_dtype dt) {
+/* The dialect of `device` of highest priority, enabled or not, that runs
+ * s; RAF_DIALECT_COUNT when none does. */
+static raf_dialect device_implementer(const char *device, const raf_stmt *s) {
   raf_dialect best = RAF_DIALECT_COUNT;
   for (int i = 0; i < RAF_DIALECT_COUNT; i++) {
     const raf_dialect_info *d = raf_dialect_get((raf_dialect)i);
     if (strcmp(d->device, device) == 0 &&
-        raf_dialect_implements((raf_dialect)i, op, dt) &&
+        raf_dialect_runs((raf_dialect)i, s) &&
         (best == RAF_DIALECT_COUNT ||
          d->priority > raf_dialect_get(best)->priority))
       best = (raf_dialect)i;
@@ -113,26 +113,22 @@ static bool device_has_dialects(const char *device) {
   return false;
 }
 
-/* Why no dialect of `device` implements op, for its error: the one place
- * that names a dialect to come ("" when none is planned). */
-static const char *missing_why(const char *device, raf_opcode op) {
-  if (!device_has_dialects(device))
-    return " (no dialect runs on it yet)";
-  if (strcmp(device, "cuda") != 0)
-    return "";
-  switch (op) {
-  case RAF_OP_CONV2D:
-  case RAF_OP_CONV2D_GRAD_INPUT:
-  case RAF_OP_CONV2D_GRAD_WEIGHT:
-  case RAF_OP_MAX_POOL2D:
-  case RAF_OP_MAX_POOL2D_GRAD:
-  case RAF_OP_AVG_POOL2D:
-  case RAF_OP_AVG_POOL2D_GRAD:
-  case RAF_OP_BATCH_NORM:
-  case RAF_OP_BATCH_NORM_GRAD:
-    return " (cuDNN dialect not built)";
-  default:
-    return "";
+/* Why no dialect of `device` implements op, for its error, as its
+ * dialects' traits tell (a dialect to come); "" when none does. */
+static void missing_why(const char *device, raf_opcode op, char *why,
+                        size_t size) {
+  why[0] = 0;
+  if (!device_has_dialects(device)) {
+    snprintf(why, size, " (no dialect runs on it yet)");
+    return;
+  }
+  for (int i = 0; i < RAF_DIALECT_COUNT && !why[0]; i++) {
+    const char *lacks =
+        strcmp(raf_dialect_get((raf_dialect)i)->device, device) == 0
+            ? raf_dialect_traits_of((raf_dialect)i)->lacks(op)
+            : NULL;
+    if (lacks)
+      snprintf(why, size, " (%s)", lacks);
   }
 }
 
@@ -152,23 +148,20 @@ static void annotate(raf_module *m, raf_stmt *s, raf_dialect d) {
     if (strcmp(s->attrs.v[i].name, "dialect") != 0)
       attrs[n++] = s->attrs.v[i];
   if (d != RAF_DIALECT_COUNT)
-    attrs[n++] = (raf_attr){.name = "dialect",
-                            .kind = RAF_ATTR_STRING,
-                            .val.u.s = raf_dialect_get(d)->name};
+    attrs[n++] = (raf_attr){
+        .name = "dialect", .kind = RAF_ATTR_DIALECT, .val.u.dialect = d};
   raf_stmt_set_attrs(m, s, attrs, n);
 }
 
 /* The call rule (see the header comment). */
 static void dispatch_call(raf_module *m, const order *o, raf_stmt *s) {
-  const char *now = raf_stmt_attr_str(s, "dialect");
-  raf_dialect d;
-  if (now && raf_dialect_from_name(now, strlen(now), &d) && enabled(o, d) &&
-      raf_dialect_implements_call(d, s->callee))
+  raf_dialect now = raf_stmt_dialect(s);
+  if (now != RAF_DIALECT_COUNT && enabled(o, now) && raf_dialect_runs(now, s))
     return;
   int i = 0;
-  while (i < o->n && !raf_dialect_implements_call(o->d[i], s->callee))
+  while (i < o->n && !raf_dialect_runs(o->d[i], s))
     i++;
-  if (i < o->n || now)
+  if (i < o->n || now != RAF_DIALECT_COUNT)
     annotate(m, s, i < o->n ? o->d[i] : RAF_DIALECT_COUNT);
 }
 
@@ -189,23 +182,24 @@ raf_status raf_pass_dispatch(raf_module *m, const raf_pass_args *args) {
       if (s->op == RAF_OP_CALL || s->op == RAF_OP_RETURN)
         continue;
       raf_dtype dt = raf_stmt_key_dtype(s);
-      const char *now = raf_stmt_attr_str(s, "dialect");
-      raf_dialect d;
-      if (now && raf_dialect_from_name(now, strlen(now), &d) &&
-          enabled(&o, d) && raf_dialect_implements(d, s->op, dt))
+      raf_dialect now = raf_stmt_dialect(s);
+      if (now != RAF_DIALECT_COUNT && enabled(&o, now) &&
+          raf_dialect_runs(now, s))
         continue;
       int i = 0;
-      while (i < o.n && !raf_dialect_implements(o.d[i], s->op, dt))
+      while (i < o.n && !raf_dialect_runs(o.d[i], s))
         i++;
       raf_dialect would =
-          i == o.n ? device_implementer(device, s->op, dt) : o.d[i];
+          i == o.n ? device_implementer(device, s) : o.d[i];
       if (would == RAF_DIALECT_COUNT) {
-        if (nlacking == 0)
+        if (nlacking == 0) {
+          char why[128];
+          missing_why(device, s->op, why, sizeof why);
           raf_diag_report(args->ctx, s->loc, RAF_SEV_ERROR,
                           "dispatch: %s: no %s implementation for %s%s",
                           raf_op_table[s->op].name, device,
-                          raf_dtype_name(dt), missing_why(device, s->op));
-        else
+                          raf_dtype_name(dt), why);
+        } else
           lacking[s->op] = true;
         nlacking++;
         rc = RAF_ERROR;

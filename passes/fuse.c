@@ -109,7 +109,7 @@
  * it, which is what it was made to avoid.
  *
  * Patterns (option patterns=NAME,..., default none): dialect-specific
- * groups from the table of passes/fuse_patterns.c (see passes/fuse.h),
+ * groups from the dialects' patterns (their traits, ir/dialect.h; passes/fuse.h),
  * claimed before the walk and sealed against it. An unknown name is an
  * error that lists the known ones.
  *
@@ -1049,29 +1049,33 @@ done:
 
 /* ---- The pass ------------------------------------------------------------ */
 
+/* The names of every dialect's patterns, for an error. */
+static void known_patterns(char *known, size_t size) {
+  known[0] = 0;
+  for (int d = 0; d < RAF_DIALECT_COUNT; d++) {
+    const raf_dialect_traits *t = raf_dialect_traits_of((raf_dialect)d);
+    for (int i = 0; i < t->npatterns; i++)
+      snprintf(known + strlen(known), size - strlen(known), "%s%s",
+               known[0] ? ", " : "", t->patterns[i].name);
+  }
+}
+
 /* Reads patterns=a,b into F->pats, highest priority first. */
 static bool read_patterns(fuser *F, const char *list) {
-  int count;
-  const raf_fuse_pattern *all = raf_fuse_patterns(&count);
   F->npats = 0;
   if (!list || !*list)
     return true;
-  F->pats = calloc((size_t)count + 1, sizeof *F->pats);
+  F->pats = calloc(strlen(list) + 1, sizeof *F->pats); /* a name a byte */
   if (!F->pats) {
     oom(F);
     return false;
   }
   for (const char *s = list; *s;) {
     size_t len = strcspn(s, ",");
-    int p = 0;
-    while (p < count && !(strlen(all[p].name) == len &&
-                          strncmp(all[p].name, s, len) == 0))
-      p++;
-    if (p == count) {
-      char known[512] = "";
-      for (int i = 0; i < count; i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
-                 i ? ", " : "", all[i].name);
+    const raf_fuse_pattern *pat;
+    if (raf_dialect_find_pattern(s, len, &pat) == RAF_DIALECT_COUNT) {
+      char known[512];
+      known_patterns(known, sizeof known);
       raf_diag_report(F->ctx, (raf_loc){NULL, 0, 0}, RAF_SEV_ERROR,
                       "fuse: unknown pattern '%.*s' (known: %s)", (int)len, s,
                       known);
@@ -1079,12 +1083,12 @@ static bool read_patterns(fuser *F, const char *list) {
     }
     bool dup = false; /* each pattern once */
     for (int i = 0; i < F->npats; i++)
-      dup = dup || F->pats[i] == &all[p];
+      dup = dup || F->pats[i] == pat;
     if (!dup) { /* insertion by priority, stable */
       int i = F->npats++;
-      for (; i > 0 && F->pats[i - 1]->priority < all[p].priority; i--)
+      for (; i > 0 && F->pats[i - 1]->priority < pat->priority; i--)
         F->pats[i] = F->pats[i - 1];
-      F->pats[i] = &all[p];
+      F->pats[i] = pat;
     }
     s += len;
     if (*s == ',')

@@ -72,10 +72,10 @@ raf_status rr_dist_start(raf_ctx *ctx, const raf_func *f, rr_dist *d) {
                     job, f->name, job);
     return RAF_ERROR;
   }
-  if (raf_mpi_unavailable) {
+  if (raf_dialect_unavailable(RAF_DIALECT_MPI)) {
     raf_diag_report(ctx, f->loc, RAF_SEV_ERROR,
                     "@%s is sharded over world = %lld ranks, but %s", f->name,
-                    (long long)world, raf_mpi_unavailable);
+                    (long long)world, raf_dialect_unavailable(RAF_DIALECT_MPI));
     return RAF_ERROR;
   }
   if (job <= 1) {

@@ -27,7 +27,7 @@ typedef struct group {
 } group;
 
 static const char *dialect_of(const raf_stmt *s) {
-  const char *d = raf_stmt_attr_str(s, "dialect");
+  const char *d = raf_stmt_dialect_name(s);
   return d ? d : "-";
 }
 

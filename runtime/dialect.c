@@ -2,10 +2,9 @@
  *
  * Each dialect keeps its kernels in a table indexed by opcode, defined in
  * its own file; this file only says which table belongs to which dialect.
- * A dialect this build lacks has no table, and every statement bound to it
- * is refused by the executor with a located error; or, like onednn built
- * without oneDNN, kernels that refuse to run, and raf_dialect_unavailable
- * says why. Dialects that prepare
+ * A dialect this build lacks (its traits' unavailable answer, ir/dialect.h)
+ * may have no table: the executor refuses every statement bound to it with
+ * a located error that gives the reason. Dialects that prepare
  * their kernels ahead (compile them) also have hooks.
  */
 #include "runtime/dialects.h"
@@ -22,8 +21,8 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_MPI] = raf_mpi_kernels,
 #ifdef RAF_HAVE_CUDA
     [RAF_DIALECT_CUDA] = raf_cuda_kernels,
-#endif
     [RAF_DIALECT_CUBLAS] = raf_cublas_kernels,
+#endif
 #ifdef RAF_HAVE_NCCL
     [RAF_DIALECT_NCCL] = raf_nccl_kernels,
 #endif
@@ -35,38 +34,12 @@ static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
     [RAF_DIALECT_MPI] = &raf_mpi_hooks,
 #ifdef RAF_HAVE_CUDA
     [RAF_DIALECT_CUDA] = &raf_cuda_hooks,
-#endif
     [RAF_DIALECT_CUBLAS] = &raf_cublas_hooks,
+#endif
 #ifdef RAF_HAVE_NCCL
     [RAF_DIALECT_NCCL] = &raf_nccl_hooks,
 #endif
 };
-
-#ifdef RAF_HAVE_CUDA
-static const char *const cuda_unavailable = NULL;
-#else
-static const char *const cuda_unavailable =
-    "raf was built without the CUDA toolkit";
-#endif
-
-#if defined(RAF_HAVE_NCCL)
-static const char *const nccl_unavailable = NULL;
-#elif defined(RAF_HAVE_CUDA)
-static const char *const nccl_unavailable =
-    "raf was built without NCCL (its nccl.h was not found)";
-#else
-static const char *const nccl_unavailable =
-    "raf was built without the CUDA toolkit";
-#endif
-
-const char *raf_dialect_unavailable(raf_dialect d) {
-  return d == RAF_DIALECT_ONEDNN ? raf_onednn_unavailable
-         : d == RAF_DIALECT_MPI  ? raf_mpi_unavailable
-         : d == RAF_DIALECT_CUDA ? cuda_unavailable
-         : d == RAF_DIALECT_CUBLAS ? raf_cublas_unavailable
-         : d == RAF_DIALECT_NCCL ? nccl_unavailable
-                                 : NULL;
-}
 
 raf_mpi_stats raf_comm_stats_of(const raf_exec *ex) {
   raf_mpi_stats all = raf_mpi_stats_of(ex);

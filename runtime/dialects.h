@@ -8,6 +8,7 @@
 #ifndef RAF_DIALECTS_H
 #define RAF_DIALECTS_H
 
+#include "ir/dialect.h"
 #include "runtime/kernel.h"
 
 extern const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT];
@@ -58,19 +59,12 @@ extern const raf_dialect_hooks raf_llvm_hooks;
 extern const raf_dialect_hooks raf_onednn_hooks;
 extern const raf_dialect_hooks raf_mpi_hooks;
 extern const raf_dialect_hooks raf_cuda_hooks; /* with CUDA only */
-extern const raf_dialect_hooks raf_cublas_hooks;
+extern const raf_dialect_hooks raf_cublas_hooks; /* with CUDA only */
 extern const raf_dialect_hooks raf_nccl_hooks; /* with NCCL only */
 
-/* Why dialect d cannot run in this build (its library was not found when
- * raf was configured), or NULL when it can. A dialect that cannot keeps
- * its rows and kernels, which refuse to run, saying this. */
-const char *raf_dialect_unavailable(raf_dialect d);
-/* The onednn dialect's reason, or NULL in a build with oneDNN
- * (runtime/onednn/common.c). */
-extern const char *const raf_onednn_unavailable;
-/* The cublas dialect's reason, or NULL in a build with the CUDA toolkit
- * (runtime/cuda/cublas.c, runtime/cublas_stub.c). */
-extern const char *const raf_cublas_unavailable;
+/* Why a dialect cannot run in this build is its traits' answer,
+ * raf_dialect_unavailable (ir/dialect.h): the executor refuses a
+ * statement bound to such a dialect with that reason. */
 
 /* OpenBLAS chooses its kernels when it is loaded, from the CPU's model.
  * On a virtual machine that hides the model it falls back to its generic

@@ -187,7 +187,7 @@ static raf_status check_numerics(raf_exec *ex, const step *st,
       continue;
     raf_dtype dt = out[r]->type->dtype;
     const char *what = isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
-    const char *dialect = raf_stmt_attr_str(s, "dialect");
+    const char *dialect = raf_stmt_dialect_name(s);
     if (runs_as_kernel(st) && replay_call(ex, st, in, saved) != RAF_OK) {
       raf_diag_report(ex->ctx, s->loc, RAF_SEV_NOTE,
                       "in @%s, called here (its %s kernel made result %%%s "

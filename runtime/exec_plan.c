@@ -68,23 +68,32 @@ static bool runs_here(raf_exec *ex, const raf_stmt *s, raf_dialect d) {
   return false;
 }
 
+/* Whether this build has dialect d; else a located error at s with the
+ * reason its traits give. */
+static bool built_here(raf_exec *ex, const raf_stmt *s, raf_dialect d) {
+  const char *why = raf_dialect_unavailable(d);
+  if (why && !raf_dialect_kernel(d, s->op))
+    raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR, "%s: dialect %s: %s",
+                    raf_op_table[s->op].name, raf_dialect_get(d)->name, why);
+  return !why || raf_dialect_kernel(d, s->op);
+}
+
 /* The kernel bound to s, or NULL with a located error. */
 static raf_kernel_fn bind(raf_exec *ex, const raf_stmt *s) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
+  raf_dialect d = raf_stmt_dialect(s);
   const char *op = raf_op_table[s->op].name;
-  if (!name) {
+  if (d == RAF_DIALECT_COUNT) {
     raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                     "%s: no dialect chosen (run the dispatch pass)", op);
     return NULL;
   }
-  raf_dialect d;
-  if (!raf_dialect_from_name(name, strlen(name), &d) ||
-      !raf_dialect_implements(d, s->op, raf_stmt_key_dtype(s))) {
+  const char *name = raf_dialect_get(d)->name;
+  if (!raf_dialect_runs(d, s)) {
     raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                     "%s: dialect '%s' does not implement it", op, name);
     return NULL;
   }
-  if (!runs_here(ex, s, d))
+  if (!runs_here(ex, s, d) || !built_here(ex, s, d))
     return NULL;
   raf_kernel_fn k = raf_dialect_kernel(d, s->op);
   if (!k)
@@ -106,20 +115,18 @@ static const void *bind_data(raf_exec *ex, const raf_stmt *s, raf_dialect d,
  * dialect declined it); *ok false after a located error. */
 static raf_kernel_fn bind_call(raf_exec *ex, const raf_stmt *s,
                                const void **bound, bool *ok) {
-  const char *name = raf_stmt_attr_str(s, "dialect");
+  raf_dialect d = raf_stmt_dialect(s);
   *bound = NULL;
-  if (!name)
+  if (d == RAF_DIALECT_COUNT)
     return NULL;
-  raf_dialect d;
-  if (!raf_dialect_from_name(name, strlen(name), &d) ||
-      !raf_dialect_implements_call(d, s->callee)) {
+  if (!raf_dialect_runs(d, s)) {
     raf_diag_report(ex->ctx, s->loc, RAF_SEV_ERROR,
                     "call: dialect '%s' does not implement a call of @%s",
-                    name, s->callee->name);
+                    raf_dialect_get(d)->name, s->callee->name);
     *ok = false;
     return NULL;
   }
-  if (!runs_here(ex, s, d)) {
+  if (!runs_here(ex, s, d) || !built_here(ex, s, d)) {
     *ok = false;
     return NULL;
   }
@@ -197,11 +204,9 @@ static plan *make_plan(raf_exec *ex, raf_func *f) {
     } else if (ok) {
       st->kernel = bind(ex, s);
       ok = st->kernel != NULL;
-      const char *name = raf_stmt_attr_str(s, "dialect");
-      raf_dialect d;
       bool has_hook;
-      if (ok && raf_dialect_from_name(name, strlen(name), &d))
-        st->bound = bind_data(ex, s, d, &has_hook);
+      if (ok)
+        st->bound = bind_data(ex, s, raf_stmt_dialect(s), &has_hook);
     }
     k++;
   }

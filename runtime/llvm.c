@@ -44,7 +44,7 @@ typedef struct llvm_state {
 
 static bool wants_llvm(const raf_stmt *s) {
   return s->op == RAF_OP_CALL && raf_stmt_bound_to(s, RAF_DIALECT_LLVM) &&
-         raf_dialect_implements_call(RAF_DIALECT_LLVM, s->callee);
+         raf_dialect_runs(RAF_DIALECT_LLVM, s);
 }
 
 /* The kernel of f with the buffers `inplace` shares, once compiled. */

@@ -31,7 +31,7 @@
  * (raf_mpi_stats_of), for raf-run --print-comm.
  *
  * Built without MPI, the dialect keeps its kernels, which fail saying why,
- * and raf_mpi_unavailable says why, so raf-run leaves it out of its
+ * and raf_dialect_unavailable says why (runtime/mpi_traits.c), so raf-run leaves it out of its
  * default dialects.
  */
 #include "runtime/mpi.h"
@@ -82,13 +82,8 @@ size_t raf_collective_sent_bytes(raf_opcode op, size_t whole_bytes,
 
 #ifndef RAF_HAVE_MPI
 
-const char *const raf_mpi_unavailable =
-    "this build of raf has no MPI (mpi.h and libmpi were not found when it "
-    "was configured; install libopenmpi-dev and openmpi-bin and configure "
-    "again)";
-
 static raf_status mpi_collective(const raf_kernel *k) {
-  return raf_kernel_fail(k, "dialect mpi: %s", raf_mpi_unavailable);
+  return raf_kernel_fail(k, "dialect mpi: %s", raf_dialect_unavailable(RAF_DIALECT_MPI));
 }
 
 static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
@@ -99,7 +94,7 @@ static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
     for (const raf_stmt *s = f->first; s; s = s->next)
       if (raf_stmt_bound_to(s, RAF_DIALECT_MPI)) {
         raf_diag_report(ctx, s->loc, RAF_SEV_ERROR, "%s: dialect mpi: %s",
-                        raf_op_table[s->op].name, raf_mpi_unavailable);
+                        raf_op_table[s->op].name, raf_dialect_unavailable(RAF_DIALECT_MPI));
         return RAF_ERROR;
       }
   return RAF_OK;
@@ -107,7 +102,7 @@ static raf_status mpi_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
 
 static raf_status no_mpi(raf_ctx *ctx) {
   raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "%s",
-                  raf_mpi_unavailable);
+                  raf_dialect_unavailable(RAF_DIALECT_MPI));
   return RAF_ERROR;
 }
 
@@ -138,8 +133,6 @@ raf_status raf_mpi_gather(raf_ctx *ctx, const void *part, size_t nbytes,
 
 #include <limits.h>
 #include <mpi.h>
-
-const char *const raf_mpi_unavailable = NULL;
 
 static bool mpi_running(void) {
   int started = 0, finished = 0;

@@ -5,16 +5,15 @@
  * rank per process, over MPI_COMM_WORLD. The driver starts MPI once, before
  * it makes an executor, and finishes it at exit; the kernels find the
  * group through MPI itself. In a build without MPI every function here
- * but raf_mpi_unavailable reports that reason and fails.
+ * reports the reason raf_dialect_unavailable gives (ir/dialect.h) and
+ * fails.
  */
 #ifndef RAF_MPI_H
 #define RAF_MPI_H
 
+#include "ir/dialect.h"
 #include "runtime/exec.h"
 
-/* Why this build cannot run the mpi dialect (CMake found no MPI), or NULL
- * when it can. */
-extern const char *const raf_mpi_unavailable;
 
 /* Starts MPI (MPI_Init_thread, funneled: only the calling thread talks to
  * MPI) and sets *rank and *world. Reports and fails when MPI cannot start

@@ -614,7 +614,6 @@ const raf_dialect_hooks raf_cublas_hooks = {
     .release = cublas_release,
 };
 
-const char *const raf_cublas_unavailable = NULL;
 
 const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT] = {
     [RAF_OP_MATMUL] = cublas_matmul,

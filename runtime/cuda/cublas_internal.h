@@ -4,7 +4,7 @@
 #ifndef RAF_CUDA_CUBLAS_INTERNAL_H
 #define RAF_CUDA_CUBLAS_INTERNAL_H
 
-#include "ir/memplan.h"
+#include "runtime/cuda/traits.h"
 #include "runtime/cublas_map.h"
 #include "runtime/cuda/cublaslt.h"
 #include "runtime/cuda/module.h"

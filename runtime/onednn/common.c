@@ -81,13 +81,8 @@ static const raf_stmt *first_onednn_stmt(const raf_module *m) {
 
 #ifndef RAF_HAVE_ONEDNN
 
-const char *const raf_onednn_unavailable =
-    "this build of raf has no oneDNN (dnnl.h and libdnnl were not found "
-    "when it was configured, or RAF_ONEDNN was OFF; install libdnnl-dev and "
-    "configure again)";
-
 static raf_status onednn_missing(const raf_kernel *k) {
-  return raf_kernel_fail(k, "dialect onednn: %s", raf_onednn_unavailable);
+  return raf_kernel_fail(k, "dialect onednn: %s", raf_dialect_unavailable(RAF_DIALECT_ONEDNN));
 }
 
 static raf_status onednn_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
@@ -98,7 +93,7 @@ static raf_status onednn_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   if (!s)
     return RAF_OK;
   raf_diag_report(ctx, s->loc, RAF_SEV_ERROR, "%s: dialect onednn: %s",
-                  raf_op_table[s->op].name, raf_onednn_unavailable);
+                  raf_op_table[s->op].name, raf_dialect_unavailable(RAF_DIALECT_ONEDNN));
   return RAF_ERROR;
 }
 
@@ -122,8 +117,6 @@ const raf_kernel_fn raf_onednn_kernels[RAF_OP_COUNT] = {ONEDNN_OPS(MISSING)};
  * compiler ships an omp.h). */
 int omp_get_max_threads(void);
 void omp_set_num_threads(int);
-
-const char *const raf_onednn_unavailable = NULL;
 
 int onednn_openmp_single(void) {
   int threads = omp_get_max_threads();

@@ -173,7 +173,7 @@ static inline raf_tensor **run_all(program *p, raf_tensor **args) {
 }
 
 static inline const char *dialect_of_first(const program *p) {
-  return raf_stmt_attr_str(p->m->first->first, "dialect");
+  return raf_stmt_dialect_name(p->m->first->first);
 }
 
 /* A kernel cache of the test's own (RAF_CACHE_DIR): dir is a mkdtemp

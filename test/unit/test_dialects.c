@@ -8,6 +8,7 @@
 #include "runtime/kernel.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -35,6 +36,32 @@ int main(void) {
       CHECK(promised == has);
     }
   }
+  /* Every row has a traits record (ir/dialect.h) that names its row and
+   * answers every question; a pattern's name finds its dialect. */
+  for (int d = 0; d < RAF_DIALECT_COUNT; d++) {
+    const raf_dialect_traits *t = raf_dialect_traits_of((raf_dialect)d);
+    CHECK(t != NULL);
+    if (!t)
+      continue;
+    CHECK(t->dialect == (raf_dialect)d);
+    CHECK(t->runs_stmt && t->runs_call && t->scratch && t->unavailable &&
+          t->lacks);
+    CHECK(t->npatterns == 0 || t->patterns);
+    for (int i = 0; i < t->npatterns; i++) {
+      const raf_fuse_pattern *p = &t->patterns[i], *found = NULL;
+      CHECK(p->name && p->match);
+      CHECK(raf_dialect_find_pattern(p->name, strlen(p->name), &found) ==
+                (raf_dialect)d &&
+            found == p);
+    }
+    CHECK(raf_dialect_unavailable((raf_dialect)d) == t->unavailable());
+  }
+  const raf_fuse_pattern *none;
+  CHECK(raf_dialect_find_pattern("matmul-epilog", 13, &none) ==
+        RAF_DIALECT_COUNT);
+  CHECK(raf_dialect_traits_of(RAF_DIALECT_CUDA)->lacks(RAF_OP_CONV2D) !=
+        NULL);
+  CHECK(raf_dialect_traits_of(RAF_DIALECT_CUDA)->lacks(RAF_OP_ADD) == NULL);
   /* The reference covers everything but what the executor runs itself. */
   for (int op = 0; op < RAF_OP_COUNT; op++)
     CHECK(raf_dialect_implements(RAF_DIALECT_CPU_REF, (raf_opcode)op,
@@ -125,6 +152,34 @@ int main(void) {
                                        raf_module_find_func(m, "fused_4")));
     CHECK(!raf_dialect_implements_call(RAF_DIALECT_LLVM,
                                        raf_module_find_func(m, "fused_3")));
+  }
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+
+  /* {dialect = "NAME"} is resolved when parsed: the statement holds the
+   * enum, the printer writes the name back, and cublas's scratch (its
+   * traits) follows from the mark alone. */
+  const char *marked =
+      "func @f(%a: f32[4,4]) -> f32[4,4] {\n"
+      "  %y = matmul(%a, %a) {dialect = \"cublas\"}\n"
+      "  %z = exp(%y) {dialect = \"cpu-ref\"}\n  return %z\n}\n";
+  ctx = raf_ctx_create();
+  m = raf_parse_module(ctx, "t.raf", marked, strlen(marked), 1);
+  CHECK(m != NULL);
+  if (m) {
+    const raf_stmt *mm = raf_module_find_func(m, "f")->first;
+    CHECK(raf_stmt_dialect(mm) == RAF_DIALECT_CUBLAS);
+    CHECK(raf_attrs_find(&mm->attrs, "dialect")->kind == RAF_ATTR_DIALECT);
+    CHECK(raf_stmt_dialect(mm->next) == RAF_DIALECT_CPU_REF);
+    CHECK(raf_mem_scratch_of(mm).bytes > 0);
+    CHECK(raf_mem_scratch_of(mm->next).bytes == 0);
+    char *text2 = NULL;
+    size_t len2 = 0;
+    FILE *out = open_memstream(&text2, &len2);
+    raf_print_module(m, out, 0);
+    fclose(out);
+    CHECK(text2 && strstr(text2, "{dialect = \"cublas\"}"));
+    free(text2);
   }
   raf_module_destroy(m);
   raf_ctx_destroy(ctx);

@@ -299,7 +299,7 @@ int main(void) {
       fused_dropouts += count_fused_op(fb, RAF_OP_DROPOUT);
       batch_norms += count_op(fb, RAF_OP_BATCH_NORM);
       for (const raf_stmt *s = fb->first; s; s = s->next) {
-        const char *d = raf_stmt_attr_str(s, "dialect");
+        const char *d = raf_stmt_dialect_name(s);
         compiled += s->op == RAF_OP_CALL && d && strcmp(d, "llvm") == 0;
       }
       raf_tensor **args = random_args(&a); /* a's first function is @f */

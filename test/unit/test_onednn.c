@@ -469,7 +469,7 @@ static void compare_with_cpuref(const char *text, int nargs, int nres,
     return;
   for (const raf_stmt *s = one.m->first->first; s; s = s->next)
     if (s->op != RAF_OP_RETURN)
-      CHECK(strcmp(raf_stmt_attr_str(s, "dialect"), "onednn") == 0);
+      CHECK(strcmp(raf_stmt_dialect_name(s), "onednn") == 0);
   raf_tensor **args = random_args(&ref);
   if (fix)
     fix(args);

@@ -97,7 +97,7 @@ static int count_compiled_inplace(const raf_module *m) {
   int n = 0;
   for (raf_func *f = m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next) {
-      const char *d = raf_stmt_attr_str(s, "dialect");
+      const char *d = raf_stmt_dialect_name(s);
       const raf_attr *a = raf_attrs_find(&s->attrs, "inplace");
       for (int i = 0; s->op == RAF_OP_CALL && d && strcmp(d, "llvm") == 0 &&
                       a && i < a->val.u.ints.n;

@@ -1,0 +1,230 @@
+/* traits.c: the traits (ir/dialect.h) of the dialects of this folder:
+ * cuda (codegen's NVPTX kernels), cublas (cuBLASLt) and nccl.
+ *
+ * cublas runs a fused function only as a product and its epilogue
+ * (ir/epilogue.h), needs cuBLASLt's workspace and, for attention, the
+ * scores cublas_attention.c keeps, and groups those products with its
+ * `matmul-epilogue` fusion pattern. All three need the CUDA toolkit at
+ * build time (nccl also NCCL's nccl.h); the libraries themselves are
+ * loaded at run time (runtime/cuda/library.h).
+ *
+ * Built into the IR library (ir/dialect.h says why): this file reads the
+ * IR only.
+ */
+#include "runtime/cuda/traits.h"
+
+#include "ir/epilogue.h"
+
+static const char *cuda_unavailable(void) {
+#ifdef RAF_HAVE_CUDA
+  return NULL;
+#else
+  return "raf was built without the CUDA toolkit";
+#endif
+}
+
+static const char *cublas_unavailable(void) {
+#ifdef RAF_HAVE_CUDA
+  return NULL;
+#else
+  return "raf was built without CUDA (the CUDA toolkit's headers were not "
+         "found when it was configured)";
+#endif
+}
+
+static const char *nccl_unavailable(void) {
+#if defined(RAF_HAVE_NCCL)
+  return NULL;
+#elif defined(RAF_HAVE_CUDA)
+  return "raf was built without NCCL (its nccl.h was not found)";
+#else
+  return "raf was built without the CUDA toolkit";
+#endif
+}
+
+/* The ops of cuDNN, the cuda device's next dialect: until it is built,
+ * dispatch says so when a module asks the device for one. */
+static const char *cuda_lacks(raf_opcode op) {
+  switch (op) {
+  case RAF_OP_CONV2D:
+  case RAF_OP_CONV2D_GRAD_INPUT:
+  case RAF_OP_CONV2D_GRAD_WEIGHT:
+  case RAF_OP_MAX_POOL2D:
+  case RAF_OP_MAX_POOL2D_GRAD:
+  case RAF_OP_AVG_POOL2D:
+  case RAF_OP_AVG_POOL2D_GRAD:
+  case RAF_OP_BATCH_NORM:
+  case RAF_OP_BATCH_NORM_GRAD:
+    return "cuDNN dialect not built";
+  default:
+    return NULL;
+  }
+}
+
+/* ---- cublas -------------------------------------------------------------- */
+
+static bool cublas_runs_call(raf_dialect d, const raf_func *callee) {
+  return raf_dialect_rows_run_call(d, callee) &&
+         raf_epilogue_of_func(callee, NULL);
+}
+
+/* cuBLASLt's workspace; attention and its gradient also keep their
+ * scores there (for q [.., L, E] and k [.., S, E], BH the product of the
+ * leading dims): s, dp in f32, and p in q's dtype when it is not f32. */
+static raf_scratch cublas_scratch(const raf_stmt *s) {
+  raf_scratch sc = {0, -1, -1, -1};
+  bool grad = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
+  bool attention = grad || s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION;
+  if (s->op != RAF_OP_MATMUL && s->op != RAF_OP_CALL && !attention)
+    return sc;
+  sc.bytes = RAF_CUBLAS_WORKSPACE_BYTES; /* the workspace, first */
+  if (!attention || s->noperands < (grad ? 4 : 3))
+    return sc;
+  const raf_type *q = s->operands[grad ? 1 : 0].value->type,
+                 *k = s->operands[grad ? 2 : 1].value->type;
+  if (q->rank < 2 || k->rank < 2)
+    return sc;
+  int64_t n = q->dims[q->rank - 2] * k->dims[k->rank - 2];
+  for (int i = 0; i < q->rank - 2; i++)
+    n *= q->dims[i];
+  int64_t floats = raf_mem_aligned(n * (int64_t)sizeof(float));
+  sc.scores = sc.bytes;
+  sc.bytes += floats;
+  if (grad) {
+    sc.dscores = sc.bytes;
+    sc.bytes += floats;
+  }
+  if (q->dtype != RAF_F32) {
+    sc.probs = sc.bytes;
+    sc.bytes += raf_mem_aligned(n * raf_dtype_size(q->dtype));
+  }
+  return sc;
+}
+
+/* The `matmul-epilogue` pattern: a product with the bias, residual, GELU
+ * (keeping its input for the backward), GELU derivative or bias gradient
+ * that cuBLASLt computes in the same call. What it groups is exactly what
+ * ir/epilogue.h accepts in the dtypes of cublas's FUSED rows, the test
+ * cublas_runs_call makes, so that every group it makes runs as one
+ * cublasLtMatmul and none falls back to its statements. */
+
+/* The first members of a candidate group, for raf_epilogue_match. */
+typedef struct prefix {
+  raf_stmt *const *m;
+  int n;
+} prefix;
+
+static bool read_outside(const raf_value *v, void *arg) {
+  const prefix *p = arg;
+  for (const raf_use *u = v->uses; u; u = u->next) {
+    bool inside = false;
+    for (int i = 0; i < p->n && !inside; i++)
+      inside = p->m[i] == u->user;
+    if (!inside)
+      return true;
+  }
+  return false;
+}
+
+static bool accepted(raf_stmt **members, int n) {
+  for (int i = 0; i < n; i++)
+    if (!raf_dialect_fuses(RAF_DIALECT_CUBLAS, members[i]->op,
+                           raf_stmt_key_dtype(members[i])))
+      return false;
+  prefix p = {members, n};
+  return raf_epilogue_match((const raf_stmt *const *)members, n,
+                            read_outside, &p, NULL);
+}
+
+/* The user of v that can continue an epilogue chain (an add, a gelu of v,
+ * a gelu_grad whose gradient operand is v), when exactly one can. */
+static raf_stmt *chain_user(const raf_value *v) {
+  raf_stmt *found = NULL;
+  for (const raf_use *u = v->uses; u; u = u->next) {
+    raf_stmt *s = u->user;
+    bool link = s->op == RAF_OP_ADD ||
+                ((s->op == RAF_OP_GELU || s->op == RAF_OP_GELU_GRAD) &&
+                 s->operands[0].value == v);
+    if (!link || s == found)
+      continue;
+    if (found)
+      return NULL;
+    found = s;
+  }
+  return found;
+}
+
+/* The bias gradient's pair: the product mm = matmul(x, dy) {transpose_a}
+ * and a sum of dy. */
+static int bias_grad_pair(raf_stmt *mm, raf_stmt *sum, raf_stmt **members) {
+  members[0] = mm;
+  members[1] = sum;
+  return accepted(members, 2) ? 2 : 0;
+}
+
+static int match_matmul_epilogue(raf_stmt *anchor, raf_stmt **members,
+                                 int max) {
+  enum { LONGEST = 4 }; /* the product, bias, residual or gelu */
+  if (max < 2)
+    return 0;
+  if (anchor->op == RAF_OP_SUM) { /* the pair, met at its sum first */
+    for (const raf_use *u = anchor->operands[0].value->uses; u; u = u->next)
+      if (u->user->op == RAF_OP_MATMUL &&
+          bias_grad_pair(u->user, anchor, members))
+        return 2;
+    return 0;
+  }
+  if (anchor->op != RAF_OP_MATMUL || anchor->nresults != 1)
+    return 0;
+  int n = 0;
+  members[n++] = anchor;
+  for (raf_stmt *cur = anchor; n < max && n < LONGEST;) {
+    raf_stmt *u = chain_user(cur->results[0]);
+    if (!u || u->nresults != 1)
+      break;
+    members[n++] = cur = u;
+  }
+  for (; n >= 2; n--) /* the longest chain cuBLASLt takes */
+    if (accepted(members, n))
+      return n;
+  if (anchor->noperands == 2)
+    for (const raf_use *u = anchor->operands[1].value->uses; u; u = u->next)
+      if (u->user->op == RAF_OP_SUM && bias_grad_pair(anchor, u->user, members))
+        return 2;
+  return 0;
+}
+
+static const raf_fuse_pattern cublas_patterns[] = {
+    {"matmul-epilogue", 10, match_matmul_epilogue},
+};
+
+/* ---- The records --------------------------------------------------------- */
+
+const raf_dialect_traits raf_dialect_traits_CUDA = {
+    .dialect = RAF_DIALECT_CUDA,
+    .runs_stmt = raf_dialect_rows_run_stmt,
+    .runs_call = raf_dialect_rows_run_call,
+    .scratch = raf_dialect_no_scratch,
+    .unavailable = cuda_unavailable,
+    .lacks = cuda_lacks,
+};
+
+const raf_dialect_traits raf_dialect_traits_CUBLAS = {
+    .dialect = RAF_DIALECT_CUBLAS,
+    .runs_stmt = raf_dialect_rows_run_stmt,
+    .runs_call = cublas_runs_call,
+    .scratch = cublas_scratch,
+    .patterns = cublas_patterns,
+    .npatterns = 1,
+    .unavailable = cublas_unavailable,
+    .lacks = raf_dialect_lacks_nothing,
+};
+
+const raf_dialect_traits raf_dialect_traits_NCCL = {
+    .dialect = RAF_DIALECT_NCCL,
+    .runs_stmt = raf_dialect_rows_run_stmt,
+    .runs_call = raf_dialect_rows_run_call,
+    .scratch = raf_dialect_no_scratch,
+    .unavailable = nccl_unavailable,
+    .lacks = raf_dialect_lacks_nothing,
+};
