@@ -109,86 +109,22 @@
  * it, which is what it was made to avoid.
  *
  * Patterns (option patterns=NAME,..., default none): dialect-specific
- * groups from the dialects' patterns (their traits, ir/dialect.h; passes/fuse.h),
- * claimed before the walk and sealed against it. An unknown name is an
- * error that lists the known ones.
+ * groups from the dialects' patterns (their traits, ir/dialect.h;
+ * passes/fuse.h), claimed before the walk and sealed against it. An unknown
+ * name is an error that lists the known ones.
  *
  * Requires: a verified module. Functions marked {fused} are left alone,
  * so a second run only groups what the first left.
  * Preserves: the values each function returns, signatures, names and
  * locations of every statement (members move into the fused functions).
  */
-#include "passes/fuse.h"
-#include "passes/pass.h"
+#include "passes/fuse_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_IO 64          /* operands and results of a call (executor) */
-#define WALK_BUDGET 65536  /* statements one acyclicity walk may visit */
-#define MAX_PATTERN_SIZE 16
-/* A group whose reduction's input has this many times its output's
- * elements is placed at the reduction (placed_at). */
-#define SHRINK 16
-
-/* Classes of statements for the walk. */
-enum { C_NONE, C_CONST, C_ELEM, C_RESHAPE, C_IMAP, C_RED };
-/* Positions relative to a group's reduction. */
-enum { P_NONE, P_PRE, P_POST, P_SIDE, P_ANCHOR };
-
-/* One statement, and (at its root) a group in a union-find forest. */
-typedef struct node {
-  raf_stmt *s;
-  int64_t numel; /* of its result */
-  int parent;
-  int next;      /* the next member of the group, -1 at the end */
-  unsigned seen; /* walk stamp */
-  unsigned char cls, phase;
-  bool claimed; /* by a pattern */
-  bool copied;  /* a constant copied into some group */
-  bool pruned;  /* a reshape at the end of its group, left out */
-  /* At the root of a group (rank: its place in a topological order of
-   * the contracted graph, see the header): */
-  int head, tail, size, anchor, rank;
-  int64_t dom_in, dom_out; /* D, D for loop groups; I, O with an anchor */
-  bool sealed;
-  bool remat;   /* it has a {remat} member */
-  bool forward; /* it has a member of the forward (raf_func_forward) */
-} node;
-
-typedef struct group {
-  int first, nmem; /* the members: mem[first .. first + nmem), in order */
-  raf_value *in[MAX_IO];
-  raf_value *out[MAX_IO];
-  int nin, nout;
-  raf_stmt *call;
-} group;
-
-typedef struct frame {
-  int node, j, i;
-} frame;
-
-typedef struct fuser {
-  raf_ctx *ctx;
-  raf_module *m;
-  int64_t max_size;
-  const raf_fuse_pattern **pats; /* enabled, highest priority first */
-  int npats;
-  int counter; /* for @fused_N */
-  /* Per function: */
-  raf_func *f;
-  node *nd;
-  int n;
-  int64_t base; /* order of the first statement */
-  int *tmp;
-  int *fwd, *bwd; /* the groups a merge's walks reach */
-  int64_t *keys;  /* for sorting groups by rank */
-  unsigned stamp;
-  bool failed;
-} fuser;
-
-static void oom(fuser *F) {
+void fuse_oom(fuser *F) {
   if (!F->failed)
     raf_diag_report(F->ctx, (raf_loc){NULL, 0, 0}, RAF_SEV_ERROR,
                     "fuse: out of memory");
@@ -197,7 +133,7 @@ static void oom(fuser *F) {
 
 /* ---- Statements by position ---------------------------------------------- */
 
-static int index_of(const fuser *F, const raf_stmt *s) {
+int fuse_index_of(const fuser *F, const raf_stmt *s) {
   if (!s)
     return -1;
   int64_t k = s->order - F->base;
@@ -206,11 +142,11 @@ static int index_of(const fuser *F, const raf_stmt *s) {
   return (int)k;
 }
 
-static int def_of(const fuser *F, const raf_value *v) {
-  return v ? index_of(F, v->def) : -1;
+int fuse_def_of(const fuser *F, const raf_value *v) {
+  return v ? fuse_index_of(F, v->def) : -1;
 }
 
-static int find(node *nd, int k) {
+int fuse_find(node *nd, int k) {
   while (nd[k].parent != k) {
     nd[k].parent = nd[nd[k].parent].parent;
     k = nd[k].parent;
@@ -218,7 +154,7 @@ static int find(node *nd, int k) {
   return k;
 }
 
-static unsigned new_stamp(fuser *F) {
+unsigned fuse_new_stamp(fuser *F) {
   if (++F->stamp == 0) { /* wrapped: clear the old stamps */
     for (int k = 0; k < F->n; k++)
       F->nd[k].seen = 0;
@@ -287,7 +223,7 @@ static bool walk_step(fuser *F, int k, const int *set, int c, bool from_set,
                       int lo, int hi, unsigned st, int *out, int *n) {
   if (k < 0)
     return true;
-  int r = find(F->nd, k);
+  int r = fuse_find(F->nd, k);
   if (in_list(set, c, r))
     return from_set; /* an edge inside the set is no path around it */
   node *g = &F->nd[r];
@@ -306,7 +242,7 @@ static bool walk_step(fuser *F, int k, const int *set, int c, bool from_set,
 static int walk(fuser *F, const int *set, int c, bool fwd, int lo, int hi,
                 int *out) {
   node *nd = F->nd;
-  unsigned st = new_stamp(F);
+  unsigned st = fuse_new_stamp(F);
   long budget = WALK_BUDGET;
   int n = 0;
   for (int w = 0; w < c + n; w++) {
@@ -322,12 +258,12 @@ static int walk(fuser *F, const int *set, int c, bool fwd, int lo, int hi,
       if (fwd) {
         for (int r = 0; r < s->nresults; r++)
           for (raf_use *u = s->results[r]->uses; u; u = u->next)
-            if (!walk_step(F, index_of(F, u->user), set, c, from_set, lo, hi,
-                           st, out, &n))
+            if (!walk_step(F, fuse_index_of(F, u->user), set, c, from_set, lo,
+                           hi, st, out, &n))
               return -1;
       } else {
         for (int i = 0; i < s->noperands; i++)
-          if (!walk_step(F, def_of(F, s->operands[i].value), set, c,
+          if (!walk_step(F, fuse_def_of(F, s->operands[i].value), set, c,
                          from_set, lo, hi, st, out, &n))
             return -1;
       }
@@ -425,14 +361,14 @@ static bool imap_ok(fuser *F, int S, int L) {
   for (int x = nd[S].head; x >= 0; x = nd[x].next) {
     const raf_stmt *s = nd[x].s;
     if (nd[x].cls == C_IMAP) {
-      int d = def_of(F, s->operands[0].value);
-      if (d >= 0 && find(nd, d) == L)
+      int d = fuse_def_of(F, s->operands[0].value);
+      if (d >= 0 && fuse_find(nd, d) == L)
         return false;
     }
     for (int r = 0; r < s->nresults; r++)
       for (raf_use *u = s->results[r]->uses; u; u = u->next) {
-        int k = index_of(F, u->user);
-        if (k >= 0 && nd[k].cls == C_IMAP && find(nd, k) == L)
+        int k = fuse_index_of(F, u->user);
+        if (k >= 0 && nd[k].cls == C_IMAP && fuse_find(nd, k) == L)
           return false;
       }
   }
@@ -440,7 +376,7 @@ static bool imap_ok(fuser *F, int S, int L) {
 }
 
 static bool phase_is(const node *nd, int k, int g, int x, int want) {
-  int r = find((node *)nd, k);
+  int r = fuse_find((node *)nd, k);
   int p = nd[k].phase;
   if (r == g)
     return p == want || p == P_ANCHOR;
@@ -465,7 +401,7 @@ static bool place_phases(fuser *F, int X, int G) {
     const raf_stmt *s = nd[a].s;
     bool post = false;
     for (int i = 0; i < s->noperands && !post; i++) {
-      int d = def_of(F, s->operands[i].value);
+      int d = fuse_def_of(F, s->operands[i].value);
       post = d >= 0 && phase_is(nd, d, G, X, P_POST);
     }
     nd[a].phase = post ? P_POST : P_NONE;
@@ -475,7 +411,7 @@ static bool place_phases(fuser *F, int X, int G) {
     const raf_stmt *s = nd[a].s;
     bool pre = false;
     for (raf_use *u = s->results[0]->uses; u && !pre; u = u->next) {
-      int k = index_of(F, u->user);
+      int k = fuse_index_of(F, u->user);
       pre = k >= 0 && phase_is(nd, k, G, X, P_PRE);
     }
     if (pre && nd[a].phase == P_POST)
@@ -500,14 +436,14 @@ static bool place_phases(fuser *F, int X, int G) {
     const raf_stmt *s = nd[a].s;
     if (e == I)
       for (int i = 0; i < s->noperands && ok; i++) {
-        int d = def_of(F, s->operands[i].value);
-        int r = d >= 0 ? find(nd, d) : -1;
+        int d = fuse_def_of(F, s->operands[i].value);
+        int r = d >= 0 ? fuse_find(nd, d) : -1;
         ok = !((r == G || r == X) && d != anchor && nd[d].numel == O);
       }
     if (e == O)
       for (raf_use *u = s->results[0]->uses; u && ok; u = u->next) {
-        int k = index_of(F, u->user);
-        ok = !(k >= 0 && k != anchor && find(nd, k) == G &&
+        int k = fuse_index_of(F, u->user);
+        ok = !(k >= 0 && k != anchor && fuse_find(nd, k) == G &&
                nd[k].numel == I);
       }
   }
@@ -564,7 +500,7 @@ static void run_patterns(fuser *F) {
       int c = F->pats[p]->match(s, buf, MAX_PATTERN_SIZE);
       bool ok = c >= 2 && c <= MAX_PATTERN_SIZE;
       for (int j = 0; ok && j < c; j++) {
-        idx[j] = index_of(F, buf[j]);
+        idx[j] = fuse_index_of(F, buf[j]);
         const raf_stmt *t = buf[j];
         ok = idx[j] >= 0 && !nd[idx[j]].claimed && !in_list(idx, j, idx[j]) &&
              t->op != RAF_OP_CONSTANT && t->op != RAF_OP_CALL &&
@@ -580,263 +516,6 @@ static void run_patterns(fuser *F) {
       nd[r].sealed = true;
       nd[r].anchor = -1;
     }
-}
-
-/* ---- Scheduling ---------------------------------------------------------- */
-
-static int node_of(const fuser *F, const int *gid, int k) {
-  return gid[k] >= 0 ? F->n + gid[k] : k;
-}
-
-/* The next node the node of frame fr reads from, or -1. */
-static int next_pred(fuser *F, const int *gid, const group *G,
-                     const int *mem, frame *fr) {
-  for (;;) {
-    const raf_stmt *s;
-    if (fr->node < F->n) {
-      if (fr->j > 0)
-        return -1;
-      s = F->nd[fr->node].s;
-    } else {
-      const group *g = &G[fr->node - F->n];
-      if (fr->j >= g->nmem)
-        return -1;
-      s = F->nd[mem[g->first + fr->j]].s;
-    }
-    if (fr->i >= s->noperands) {
-      fr->j++;
-      fr->i = 0;
-      continue;
-    }
-    int d = def_of(F, s->operands[fr->i++].value);
-    if (d < 0)
-      continue;
-    int p = node_of(F, gid, d);
-    if (p != fr->node)
-      return p;
-  }
-}
-
-/* The member of group g where the schedule places it: its last, or for a
- * group that reduces its input to much less (a bias gradient's sum, with
- * the optimizer's update of the bias that reads it), its anchor, so that
- * the reduced input dies there rather than at the group's last member. */
-static int placed_at(fuser *F, const group *g, const int *mem) {
-  int last = mem[g->first + g->nmem - 1];
-  const node *root = &F->nd[find(F->nd, last)];
-  if (root->anchor >= 0 && root->dom_in >= SHRINK * root->dom_out)
-    return root->anchor;
-  return last;
-}
-
-/* Orders the nodes (statements outside groups, and groups) topologically,
- * each group at its last member (or its anchor: placed_at) unless
- * something needs it earlier; false on a cycle, which the merge rules
- * exclude. */
-static bool schedule(fuser *F, const int *gid, const group *G, int ng,
-                     const int *mem, int *order, int *norder) {
-  int total = F->n + ng;
-  unsigned char *state = calloc((size_t)total, 1);
-  frame *stack = malloc(sizeof *stack * (size_t)total);
-  bool ok = state && stack;
-  int no = 0;
-  if (!ok)
-    oom(F);
-  for (int k = 0; ok && k < F->n; k++) {
-    int g = gid[k];
-    if (g >= 0 && placed_at(F, &G[g], mem) != k)
-      continue;
-    int root = node_of(F, gid, k);
-    if (state[root])
-      continue;
-    int sp = 0;
-    stack[sp++] = (frame){root, 0, 0};
-    state[root] = 1;
-    while (sp && ok) {
-      frame *fr = &stack[sp - 1];
-      int p = next_pred(F, gid, G, mem, fr);
-      if (p < 0) {
-        state[fr->node] = 2;
-        order[no++] = fr->node;
-        sp--;
-      } else if (state[p] == 1) {
-        ok = false;
-      } else if (state[p] == 0) {
-        state[p] = 1;
-        stack[sp++] = (frame){p, 0, 0};
-      }
-    }
-  }
-  free(state);
-  free(stack);
-  *norder = no;
-  return ok;
-}
-
-/* ---- Building the fused functions ---------------------------------------- */
-
-/* The inputs and results of group g; false when it cannot be a call. */
-static bool group_io(fuser *F, const int *gid, group *g, const int *mem,
-                     int id) {
-  g->nin = g->nout = 0;
-  for (int j = 0; j < g->nmem; j++) {
-    const raf_stmt *s = F->nd[mem[g->first + j]].s;
-    for (int i = 0; i < s->noperands; i++) {
-      raf_value *v = s->operands[i].value;
-      int d = def_of(F, v);
-      if (d >= 0 && (gid[d] == id || F->nd[d].cls == C_CONST))
-        continue;
-      int q = 0;
-      while (q < g->nin && g->in[q] != v)
-        q++;
-      if (q < g->nin)
-        continue;
-      if (g->nin == MAX_IO)
-        return false;
-      g->in[g->nin++] = v;
-    }
-    for (int r = 0; r < s->nresults; r++) {
-      bool outside = false;
-      for (raf_use *u = s->results[r]->uses; u && !outside; u = u->next) {
-        int k = index_of(F, u->user);
-        outside = k < 0 || gid[k] != id;
-      }
-      if (!outside)
-        continue;
-      if (g->nout == MAX_IO)
-        return false;
-      g->out[g->nout++] = s->results[r];
-    }
-  }
-  return g->nout > 0 && g->nin > 0;
-}
-
-/* Copies in fn: the value of the group's function for v. Constants are
- * copied when first met (stamp st marks this group's copies). */
-static raf_value *map_value(fuser *F, raf_func *fn, const group *g,
-                            raf_value *const *args, const int *gid, int id,
-                            raf_stmt **copy, unsigned st, raf_value *v) {
-  int d = def_of(F, v);
-  if (d >= 0 && gid[d] == id)
-    return copy[d] ? copy[d]->results[v->index] : NULL;
-  if (d >= 0 && F->nd[d].cls == C_CONST) {
-    node *c = &F->nd[d];
-    if (c->seen != st) {
-      const raf_stmt *s = c->s;
-      raf_type *t = s->results[0]->type;
-      raf_stmt *k = raf_stmt_create(F->m, RAF_OP_CONSTANT, 0, NULL, 1, &t,
-                                    s->loc);
-      if (!k)
-        return NULL;
-      raf_stmt_set_attrs(F->m, k, s->attrs.v, s->attrs.n);
-      k->cdata = s->cdata; /* constant data is never written */
-      k->results[0]->func = fn;
-      raf_value_set_name(k->results[0], s->results[0]->name);
-      raf_stmt_insert_before(fn, k, NULL);
-      copy[d] = k;
-      c->seen = st;
-      c->copied = true;
-    }
-    return copy[d]->results[0];
-  }
-  for (int q = 0; q < g->nin; q++)
-    if (g->in[q] == v)
-      return args[q];
-  return NULL;
-}
-
-/* Makes @fused_N for group g and replaces the members by its call, not
- * yet linked (the caller relinks the function in schedule order). */
-static bool build_group(fuser *F, const int *gid, group *g, const int *mem,
-                        int id, raf_stmt **copy) {
-  raf_module *m = F->m;
-  raf_func *f = F->f;
-  const raf_stmt *first = F->nd[mem[g->first]].s;
-  char name[32];
-  do
-    snprintf(name, sizeof name, "fused_%d", F->counter++);
-  while (raf_module_find_func(m, name));
-  raf_func *fn = raf_func_create(m, name, first->loc);
-  if (!fn)
-    return false;
-  raf_func_move_before(m, fn, f);
-  raf_value *args[MAX_IO], *ops[MAX_IO];
-  raf_type *types[MAX_IO];
-  for (int q = 0; q < g->nin; q++) {
-    raf_value *v = g->in[q];
-    args[q] = raf_func_add_arg(fn, v->name, v->type, v->loc);
-    if (!args[q])
-      return false;
-  }
-  unsigned st = new_stamp(F);
-  for (int j = 0; j < g->nmem; j++) {
-    int k = mem[g->first + j];
-    const raf_stmt *s = F->nd[k].s;
-    raf_value *small[16], **opv = small;
-    raf_type *tsmall[4], **tv = tsmall;
-    if (s->noperands > 16)
-      opv = malloc(sizeof *opv * (size_t)s->noperands);
-    if (s->nresults > 4)
-      tv = malloc(sizeof *tv * (size_t)s->nresults);
-    bool ok = opv && tv;
-    for (int i = 0; ok && i < s->noperands; i++)
-      ok = (opv[i] = map_value(F, fn, g, args, gid, id, copy, st,
-                               s->operands[i].value)) != NULL;
-    for (int r = 0; ok && r < s->nresults; r++)
-      tv[r] = s->results[r]->type;
-    raf_stmt *c = ok ? raf_stmt_create(m, s->op, s->noperands, opv,
-                                       s->nresults, tv, s->loc)
-                     : NULL;
-    if (opv != small)
-      free(opv);
-    if (tv != tsmall)
-      free(tv);
-    if (!c)
-      return false;
-    raf_stmt_set_attrs(m, c, s->attrs.v, s->attrs.n);
-    for (int r = 0; r < c->nresults; r++) {
-      c->results[r]->func = fn;
-      raf_value_set_name(c->results[r], s->results[r]->name);
-    }
-    raf_stmt_insert_before(fn, c, NULL);
-    copy[k] = c;
-  }
-  for (int q = 0; q < g->nout; q++) {
-    raf_value *v = g->out[q];
-    ops[q] = copy[def_of(F, v)]->results[v->index];
-    types[q] = v->type;
-  }
-  const raf_stmt *last = F->nd[mem[g->first + g->nmem - 1]].s;
-  raf_stmt *ret = raf_stmt_create(m, RAF_OP_RETURN, g->nout, ops, 0, NULL,
-                                  last->loc);
-  raf_attr fused = {.name = "fused", .kind = RAF_ATTR_BOOL, .val.u.b = true,
-                    .loc = first->loc};
-  fn->attrs.v = raf_arena_memdup(&m->arena, &fused, sizeof fused);
-  fn->attrs.n = fn->attrs.v ? 1 : 0;
-  raf_stmt *call = raf_stmt_create(m, RAF_OP_CALL, g->nin, g->in, g->nout,
-                                   types, first->loc);
-  if (!ret || !fn->attrs.v || !call)
-    return false;
-  raf_stmt_insert_before(fn, ret, NULL);
-  raf_func_set_results(fn, g->nout, types);
-  if (g->nout && !fn->results)
-    return false;
-  call->callee = fn;
-  /* The members' results are read through the call from now on; then the
-   * members go, and the call takes their results' names. */
-  for (int q = 0; q < g->nout; q++)
-    raf_value_replace_uses(g->out[q], call->results[q]);
-  for (int j = g->nmem - 1; j >= 0; j--) {
-    /* Backward, so each member's in-group users are gone first. */
-    raf_stmt_erase(F->nd[mem[g->first + j]].s);
-  }
-  for (int q = 0; q < g->nout; q++) {
-    call->results[q]->func = f;
-    if (raf_value_set_name(call->results[q], g->out[q]->name) != RAF_OK)
-      return false;
-  }
-  g->call = call;
-  return true;
 }
 
 /* ---- One function -------------------------------------------------------- */
@@ -876,10 +555,10 @@ static void grow_groups(fuser *F) {
       continue;
     const raf_stmt *s = nd[k].s;
     for (int i = 0; i < s->noperands; i++) {
-      int d = def_of(F, s->operands[i].value);
+      int d = fuse_def_of(F, s->operands[i].value);
       if (d < 0 || !fusable(&nd[d]) || nd[d].claimed)
         continue;
-      int a = find(nd, k), b = find(nd, d);
+      int a = fuse_find(nd, k), b = fuse_find(nd, d);
       if (a != b)
         try_merge(F, a, b);
     }
@@ -898,11 +577,11 @@ static int number_groups(fuser *F, int *gid, int *mem, group **out) {
   for (int k = n - 1; k >= 0; k--) {
     if (nd[k].cls != C_RESHAPE || nd[k].claimed)
       continue;
-    int r = find(nd, k);
+    int r = fuse_find(nd, k);
     bool inner = false;
     for (raf_use *u = nd[k].s->results[0]->uses; u && !inner; u = u->next) {
-      int q = index_of(F, u->user);
-      inner = q >= 0 && !nd[q].pruned && find(nd, q) == r;
+      int q = fuse_index_of(F, u->user);
+      inner = q >= 0 && !nd[q].pruned && fuse_find(nd, q) == r;
     }
     nd[k].pruned = !inner;
   }
@@ -910,14 +589,14 @@ static int number_groups(fuser *F, int *gid, int *mem, group **out) {
     weight[k] = 0, id_of[k] = -1;
   for (int k = 0; k < n; k++)
     if ((fusable(&nd[k]) || nd[k].claimed) && !nd[k].pruned)
-      weight[find(nd, k)] += nd[k].cls != C_RESHAPE || nd[k].claimed;
+      weight[fuse_find(nd, k)] += nd[k].cls != C_RESHAPE || nd[k].claimed;
   /* A large elementwise statement alone counts as two (see the header);
    * id_of is free until the groups are numbered below. */
   for (int k = 0; k < n; k++)
-    if (worth_alone(&nd[k]) && weight[find(nd, k)] == 1)
-      id_of[find(nd, k)] = -2;
+    if (worth_alone(&nd[k]) && weight[fuse_find(nd, k)] == 1)
+      id_of[fuse_find(nd, k)] = -2;
   for (int k = 0; k < n; k++) {
-    int r = find(nd, k);
+    int r = fuse_find(nd, k);
     if (id_of[r] == -2)
       weight[r] = 2, id_of[r] = -1;
   }
@@ -925,7 +604,7 @@ static int number_groups(fuser *F, int *gid, int *mem, group **out) {
     gid[k] = -1;
     if ((!fusable(&nd[k]) && !nd[k].claimed) || nd[k].pruned)
       continue;
-    int r = find(nd, k);
+    int r = fuse_find(nd, k);
     if (weight[r] < 2)
       continue;
     if (id_of[r] < 0)
@@ -934,7 +613,7 @@ static int number_groups(fuser *F, int *gid, int *mem, group **out) {
   }
   group *G = ng ? calloc((size_t)ng, sizeof *G) : NULL;
   if (ng && !G) {
-    oom(F);
+    fuse_oom(F);
     return 0;
   }
   for (int k = 0; k < n; k++)
@@ -963,7 +642,7 @@ static void fuse_func(fuser *F, raf_func *f) {
   bool *fwd = NULL;
   int nfwd = 0;
   if (raf_func_forward(f, &fwd, &nfwd) != RAF_OK) {
-    oom(F);
+    fuse_oom(F);
     return;
   }
   raf_func_number(f);
@@ -984,7 +663,7 @@ static void fuse_func(fuser *F, raf_func *f) {
   int ng = 0, norder = 0, built = 0;
   if (!F->nd || !F->tmp || !F->fwd || !F->bwd || !F->keys || !gid || !mem ||
       !order || !copy) {
-    oom(F);
+    fuse_oom(F);
     goto done;
   }
   init_nodes(F, fwd, nfwd);
@@ -992,7 +671,7 @@ static void fuse_func(fuser *F, raf_func *f) {
   grow_groups(F);
   ng = number_groups(F, gid, mem, &G);
   for (int g = 0; g < ng; g++)
-    if (!group_io(F, gid, &G[g], mem, g)) { /* left as it is */
+    if (!fuse_group_io(F, gid, &G[g], mem, g)) { /* left as it is */
       for (int j = 0; j < G[g].nmem; j++)
         gid[mem[G[g].first + j]] = -1;
       G[g].nmem = 0;
@@ -1001,7 +680,7 @@ static void fuse_func(fuser *F, raf_func *f) {
     }
   if (F->failed || !built)
     goto done;
-  if (!schedule(F, gid, G, ng, mem, order, &norder)) {
+  if (!fuse_schedule(F, gid, G, ng, mem, order, &norder)) {
     if (!F->failed)
       raf_diag_report(F->ctx, f->loc, RAF_SEV_ERROR,
                       "fuse: internal error: the groups of @%s form a cycle",
@@ -1013,9 +692,9 @@ static void fuse_func(fuser *F, raf_func *f) {
     if (!G[g].nmem)
       continue;
     /* Groups built earlier changed some inputs into their calls' results. */
-    if (!group_io(F, gid, &G[g], mem, g) ||
-        !build_group(F, gid, &G[g], mem, g, copy)) {
-      oom(F);
+    if (!fuse_group_io(F, gid, &G[g], mem, g) ||
+        !fuse_build_group(F, gid, &G[g], mem, g, copy)) {
+      fuse_oom(F);
       goto done;
     }
   }
@@ -1067,7 +746,7 @@ static bool read_patterns(fuser *F, const char *list) {
     return true;
   F->pats = calloc(strlen(list) + 1, sizeof *F->pats); /* a name a byte */
   if (!F->pats) {
-    oom(F);
+    fuse_oom(F);
     return false;
   }
   for (const char *s = list; *s;) {
@@ -1123,7 +802,7 @@ raf_status raf_pass_fuse(raf_module *m, const raf_pass_args *args) {
     nf++;
   raf_func **funcs = malloc(sizeof *funcs * ((size_t)nf + 1));
   if (!funcs) {
-    oom(&F);
+    fuse_oom(&F);
   } else {
     nf = 0;
     for (raf_func *f = m->first; f; f = f->next)
