@@ -20,15 +20,6 @@
 
 enum { MAX_MEMBERS = 8 };
 
-static bool same_type(const raf_type *a, const raf_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank)
-    return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return false;
-  return true;
-}
-
 static bool is_tanh_gelu(const raf_stmt *s) {
   const char *a = raf_stmt_attr_str(s, "approximate");
   return a && strcmp(a, "tanh") == 0;
@@ -101,14 +92,14 @@ static bool chain_step(raf_epilogue *e, const raf_stmt *s,
   if (s->op == RAF_OP_ADD && s->noperands == 2) {
     const raf_value *o = s->operands[0].value == cur ? s->operands[1].value
                                                      : s->operands[0].value;
-    if (o == cur || !same_type(s->results[0]->type, t))
+    if (o == cur || !raf_type_equal(s->results[0]->type, t))
       return false;
     if (!e->bias && o->type->rank == 1 && o->type->dtype == t->dtype &&
         o->type->dims[0] == t->dims[t->rank - 1]) {
       e->bias = o;
       return true;
     }
-    if (!e->residual && same_type(o->type, t)) {
+    if (!e->residual && raf_type_equal(o->type, t)) {
       e->residual = o;
       return true;
     }
@@ -121,7 +112,8 @@ static bool chain_step(raf_epilogue *e, const raf_stmt *s,
   }
   if (s->op == RAF_OP_GELU_GRAD && is_tanh_gelu(s) &&
       s->operands[0].value == cur && cur == e->matmul->results[0] &&
-      s->operands[1].value != cur && same_type(s->operands[1].value->type, t)) {
+      s->operands[1].value != cur &&
+      raf_type_equal(s->operands[1].value->type, t)) {
     e->kind = RAF_EPILOGUE_DGELU;
     e->aux = s->operands[1].value;
     return true;

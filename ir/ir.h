@@ -219,6 +219,10 @@ void raf_verify_unreported(raf_ctx *ctx, raf_module *m);
 raf_type *raf_type_get(raf_module *m, raf_dtype dt, int rank,
                        const int64_t *dims);
 raf_type *raf_type_with_dtype(raf_module *m, const raf_type *t, raf_dtype dt);
+/* Whether a and b have the same dims, and the same dims and dtype: for
+ * types of two modules, which are not the same pointers even then. */
+bool raf_type_same_shape(const raf_type *a, const raf_type *b);
+bool raf_type_equal(const raf_type *a, const raf_type *b);
 /* Python's range(dim)[b:e:step] (step != 0), as slice and slice_grad
  * take it: negative indices count from the end, then clamp into the range
  * the step can reach. Returns its length; *start gets its first index

@@ -156,15 +156,6 @@ bool raf_mem_call_inplace(const raf_func *g, int arg, int result) {
   return true;
 }
 
-static bool same_shape(const raf_type *a, const raf_type *b) {
-  if (a->rank != b->rank)
-    return false;
-  for (int d = 0; d < a->rank; d++)
-    if (a->dims[d] != b->dims[d])
-      return false;
-  return true;
-}
-
 /* Whether t broadcasts to f's shape (NumPy rules, right-aligned). */
 static bool broadcasts_to(const raf_type *t, const raf_type *f) {
   if (t->rank > f->rank)
@@ -180,7 +171,8 @@ static bool broadcasts_to(const raf_type *t, const raf_type *f) {
  * iteration space of t's shape: a reshape into t's shape of as many
  * elements (the sharded step's gradient, a slice of a flat bucket). */
 static bool flat_reshape(const raf_stmt *s, const raf_type *t) {
-  return s->op == RAF_OP_RESHAPE && same_shape(s->results[0]->type, t) &&
+  return s->op == RAF_OP_RESHAPE &&
+         raf_type_same_shape(s->results[0]->type, t) &&
          s->operands[0].value->type->numel == t->numel;
 }
 
@@ -222,7 +214,8 @@ bool raf_mem_compiled_call_inplace(const raf_func *g, int arg, int result) {
      * (amp's update widens its bf16 gradient in the kernel). */
     ok = (s->op == RAF_OP_CONSTANT || s->op == RAF_OP_CAST ||
           elementwise_op(s->op) || flat_reshape(s, t)) &&
-         broadcasts_to(v->type, t) && (!reads_a || same_shape(v->type, t));
+         broadcasts_to(v->type, t) &&
+         (!reads_a || raf_type_same_shape(v->type, t));
     if (ok && reads_a) {
       if (n == cap) {
         cap *= 2;

@@ -121,6 +121,19 @@ raf_type *raf_type_with_dtype(raf_module *m, const raf_type *t, raf_dtype dt) {
   return raf_type_get(m, dt, t->rank, t->dims);
 }
 
+bool raf_type_same_shape(const raf_type *a, const raf_type *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d])
+      return false;
+  return true;
+}
+
+bool raf_type_equal(const raf_type *a, const raf_type *b) {
+  return a->dtype == b->dtype && raf_type_same_shape(a, b);
+}
+
 void raf_type_str(const raf_type *t, char *buf, size_t size) {
   size_t n = (size_t)snprintf(buf, size, "%s[", raf_dtype_name(t->dtype));
   for (int i = 0; i < t->rank && n < size; i++)

@@ -298,17 +298,6 @@ raf_status raf_tensor_read(raf_executor *ex, const raf_tensor *t, void *data,
   return raf_exec_read(ex->ex, t, 0, data, bytes);
 }
 
-/* Whether a and b have one dtype and shape (types of two modules are not
- * the same pointers). */
-static bool same_type(const raf_type *a, const raf_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank)
-    return false;
-  for (int i = 0; i < a->rank; i++)
-    if (a->dims[i] != b->dims[i])
-      return false;
-  return true;
-}
-
 raf_status raf_executor_call(raf_executor *ex, raf_func *f,
                              raf_tensor *const *args, int nargs,
                              raf_tensor **results, int nresults) {
@@ -324,7 +313,7 @@ raf_status raf_executor_call(raf_executor *ex, raf_func *f,
   }
   for (int i = 0; i < nargs; i++) {
     const raf_type *want = f->args[i].value->type;
-    if (args[i] && same_type(args[i]->type, want))
+    if (args[i] && raf_type_equal(args[i]->type, want))
       continue;
     char got[64] = "nothing", exp[64];
     if (args[i])
