@@ -351,40 +351,15 @@ LLVMValueRef cg_eval(cg_emitter *e, const raf_value *v, cg_map m) {
       r = LLVMBuildSelect(e->B, operand(e, s, 0, m), operand(e, s, 1, m),
                           operand(e, s, 2, m), "");
       break;
-    case RAF_OP_ISFINITE:
-      r = cg_isfinite(e, operand(e, s, 0, m));
-      break;
-    case RAF_OP_EQ:
-    case RAF_OP_NE:
-    case RAF_OP_LT:
-    case RAF_OP_LE:
-    case RAF_OP_GT:
-    case RAF_OP_GE:
-      r = cg_compare(e, s->op, odt, operand(e, s, 0, m), operand(e, s, 1, m));
-      break;
-    case RAF_OP_GELU_GRAD: { /* dy * gelu'(x), in double */
-      LLVMValueRef dy = cg_to_f64(e, operand(e, s, 0, m));
-      LLVMValueRef x = cg_to_f64(e, operand(e, s, 1, m));
-      r = cg_round(e, dt,
-                   cg_from_f64(e,
-                               LLVMBuildFMul(e->B, dy,
-                                             cg_gelu_derivative(e, s, x), ""),
-                               cg_work_dtype(dt)));
-      break;
-    }
     case RAF_OP_MSE_LOSS: { /* reduction none: (a - b) * (a - b) */
       LLVMValueRef d = LLVMBuildFSub(e->B, operand(e, s, 0, m),
                                      operand(e, s, 1, m), "");
       r = cg_round(e, dt, LLVMBuildFMul(e->B, d, d, ""));
       break;
     }
-    default:
-      if (s->noperands == 1)
-        r = cg_round(e, dt, cg_unary(e, s, odt, operand(e, s, 0, m)));
-      else
-        r = cg_round(e, dt,
-                     cg_binary(e, s->op, odt, operand(e, s, 0, m),
-                               operand(e, s, 1, m)));
+    default: /* a formula of lang/scalar.def */
+      r = cg_elementwise(e, s, odt, dt, operand(e, s, 0, m),
+                         s->noperands > 1 ? operand(e, s, 1, m) : NULL);
       break;
     }
   }

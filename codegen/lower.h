@@ -131,19 +131,13 @@ LLVMValueRef cg_math(cg_emitter *e, const char *fn, raf_dtype w,
 LLVMValueRef cg_intrinsic(cg_emitter *e, const char *name, LLVMTypeRef type,
                           LLVMValueRef *args, int nargs);
 
-/* The ops, on values of dtype dt (the operands'), results in the compute
- * type of the result's dtype. */
-LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
-                      LLVMValueRef x);
-LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                       LLVMValueRef x, LLVMValueRef y);
-/* isfinite(x) of a float x: |x| < inf, false for NaN (an ordered compare). */
-LLVMValueRef cg_isfinite(cg_emitter *e, LLVMValueRef x);
-LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                        LLVMValueRef x, LLVMValueRef y);
-/* gelu'(x) in double (runtime/cpuref/grad.c's formula). */
-LLVMValueRef cg_gelu_derivative(cg_emitter *e, const raf_stmt *s,
-                                LLVMValueRef x);
+/* Statement s of an op with a row in lang/scalar.def (not NO_FORMULA) on
+ * operands a (and b: NULL for one operand) of dtype odt, the result in the
+ * compute type of dt, its dtype, rounded to it. A backward operator
+ * computes in double. An op or dtype with no lowering fails the emitter
+ * ("no lowering of OP for DTYPE"). */
+LLVMValueRef cg_elementwise(cg_emitter *e, const raf_stmt *s, raf_dtype odt,
+                            raf_dtype dt, LLVMValueRef a, LLVMValueRef b);
 
 /* NaN-propagating max and min of floats (llvm.maximum), and of integers. */
 LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
