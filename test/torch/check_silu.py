@@ -1,13 +1,11 @@
 #!/usr/bin/python3
-"""raf_torch's silu: nn.SiLU and F.silu export to
-raf's silu, whose results and gradients (through silu_grad) match
-torch.autograd in f64.
+"""raf_torch's silu: nn.SiLU and F.silu export to raf's silu, whose results
+and gradients (through silu_grad) match torch.autograd in f64.
 
     /usr/bin/python3 test/torch/check_silu.py [--bin BUILD]
 """
 import os
 
-import numpy as np
 import torchcheck as tc
 import torch
 import torch.nn as nn
