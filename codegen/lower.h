@@ -1,10 +1,11 @@
 /* lower.h: the lowering of a kernel plan to LLVM IR (codegen/ internal).
  *
  * Three parts:
- *   - point evaluation, shared by both targets: lower_ops.c, one definition
- *     of each op's scalar math (gelu, layer_norm's and the row ops' formulas
- *     included) and the loads, stores and conversions of every dtype, and
- *     lower.c's evaluation of values at a point and row phases;
+ *   - point evaluation, shared by both targets: lower_ops.c, each
+ *     elementwise op's scalar math expanded from lang/scalar.def and the
+ *     loads, stores and conversions of every dtype; lower.c's evaluation
+ *     of values at a point and the body; lower_rows.c's row phases of the
+ *     row ops (their finishing formulas included) and the final step;
  *   - the host schedule (lower.c): rows of the parallel range walked by
  *     loops, column tiles, the final step;
  *   - the NVPTX schedule (lower_nvptx.c, launch geometry in schedule.c):
@@ -199,6 +200,8 @@ void cg_nest_close(cg_emitter *e, cg_nest *N);
 LLVMValueRef cg_eval(cg_emitter *e, const raf_value *v, cg_map m);
 void cg_memo_put(cg_emitter *e, const raf_value *v, cg_map m,
                  LLVMValueRef val);
+/* Operand i of s at the point where s's result is under map m. */
+LLVMValueRef cg_operand(cg_emitter *e, const raf_stmt *s, int i, cg_map m);
 /* Stores result i at the current point (a partial result only where it
  * does not broadcast). */
 void cg_store_output(cg_emitter *e, int i);
@@ -212,6 +215,26 @@ LLVMValueRef cg_reduce_step(cg_emitter *e, const raf_stmt *s,
 LLVMValueRef cg_reduce_finish(cg_emitter *e, const raf_stmt *s,
                               LLVMValueRef r);
 
+/* if (cond) { ... }: open returns the block after (NULL when cond is
+ * NULL: no guard), close ends the block; what is computed inside dominates
+ * nothing after. */
+LLVMBasicBlockRef cg_guard_open(cg_emitter *e, LLVMValueRef cond, int *mark);
+void cg_guard_close(cg_emitter *e, LLVMBasicBlockRef next, int mark);
+
+/* ---- lower_rows.c: the row ops ------------------------------------------ */
+
+/* Row op k's phase over the current row: its passes, and its row values
+ * in e->aux[k]. */
+void cg_row_phase(cg_emitter *e, int k);
+/* A full result of row op s at the current point, from its row values. */
+LLVMValueRef cg_row_full(cg_emitter *e, const raf_stmt *s, cg_map m);
+/* The labels cross_entropy_grad s counts ("mean"), over every row. */
+LLVMValueRef cg_count_labels(cg_emitter *e, const raf_stmt *s);
+/* The final step of the totals (on NVPTX over e->lanes threads). */
+void cg_emit_final(cg_emitter *e);
+
+/* ---- lower.c: the body ---------------------------------------------------- */
+
 /* Starts function `name` of nbufs noalias pointers and `tail` i64
  * parameters (on NVPTX a kernel), e->bufs its buffers (see cg_lower). */
 LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
@@ -219,9 +242,6 @@ LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
  * see above); `first` owns the uniform results. */
 void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
                   LLVMValueRef to, LLVMValueRef step);
-/* The final step of the totals (on NVPTX over e->lanes threads). */
-void cg_emit_final(cg_emitter *e);
-
 /* Adds the kernel of plan p to module M as function `name`:
  *   host:  void name(void *const *bufs, int64_t begin, int64_t end)
  *          (bufs: the arguments' buffers, the results', then two scratch
