@@ -19,7 +19,7 @@
  * the width does); float accumulations of row ops run in double. The only
  * difference is the order of those double accumulations, which the loop
  * vectorizer may reassociate. On NVPTX the rows of f32, f16 and bf16 inputs
- * accumulate and finish in float instead (lower.c's acc_type, the row's
+ * accumulate and finish in float instead (lower_rows.c's acc_type, the row's
  * type per target; docs/Codegen.md#numerics-on-the-gpu).
  */
 #ifndef RAF_CODEGEN_LOWER_H
