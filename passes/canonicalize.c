@@ -110,35 +110,8 @@ static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
  * it can compute and says false for the rest, so there is no list of
  * foldable ops beside them. */
 
-/* The words of lang/scalar.def as C on double. */
-#define X x
-#define Y y
-#define DY dy
-#define K(c) ((double)(c))
-#define NEG(a) (-(a))
-#define ADD(a, b) ((a) + (b))
-#define SUB(a, b) ((a) - (b))
-#define MUL(a, b) ((a) * (b))
-#define DIV(a, b) ((a) / (b))
-#define FABS(a) fabs(a)
-#define SQRT(a) sqrt(a)
-#define EXP(a) exp(a)
-#define LOG(a) log(a)
-#define TANH(a) tanh(a)
-#define ERF(a) erf(a)
-#define COS(a) cos(a)
-#define SIN(a) sin(a)
-#define POW(a, b) pow(a, b)
-#define LT(a, b) ((a) < (b))
-#define LE(a, b) ((a) <= (b))
-#define GT(a, b) ((a) > (b))
-#define GE(a, b) ((a) >= (b))
-#define EQ(a, b) ((a) == (b))
-#define NE(a, b) ((a) != (b))
-#define UNORDERED(a, b) (isnan(a) || isnan(b))
-#define SELECT(c, a, b) ((c) ? (a) : (b))
-/* No op with attributes is folded (fold_elementwise), gelu's among them. */
-#define IF_TANH(a, b) (b)
+/* The words of lang/scalar.def as C (here on double). */
+#include "lang/scalar_c.h"
 
 /* Float arithmetic in double over operands a (and b); false for an op it
  * does not compute. A backward operator's operands are dy, then x. */
@@ -165,6 +138,9 @@ static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
 #define NO_FORMULA(OP, why)
 
 static bool eval_float(raf_opcode op, double a, double b, double *r) {
+  typedef double work_t;
+  /* No op with attributes is folded (fold_elementwise), gelu's among them. */
+  const bool tanh_approx = false;
   switch (op) {
 #include "lang/scalar.def"
   default: return false;
@@ -194,6 +170,7 @@ static bool eval_float(raf_opcode op, double a, double b, double *r) {
   }
 
 static bool eval_compare_float(raf_opcode op, double x, double y, bool *r) {
+  typedef double work_t;
   (void)y;
   switch (op) {
 #include "lang/scalar.def"
@@ -212,6 +189,7 @@ static bool eval_compare_int(raf_opcode op, int64_t x, int64_t y, bool *r) {
 }
 
 #include "lang/scalar_end.h"
+#undef RAF_SCALAR_MATH
 
 /* Integer arithmetic in int64; false where the result is not exact. */
 static bool eval_int(raf_opcode op, int64_t a, int64_t b, int64_t *r) {

@@ -1,14 +1,16 @@
 /* elementwise.c: cpu-ref kernels for the elementwise ops: unary, binary
- * (with NumPy broadcasting), comparisons, where, cast, copies and
- * constants.
+ * (with NumPy broadcasting), comparisons, the elementwise backward
+ * operators (gelu_grad, ...), where, cast, copies and constants.
  *
  * Every kernel walks the output in chunks of CHUNK elements (in parallel,
  * chunks being independent): it gathers the operands' elements for the
  * chunk into working-type arrays (see cpuref.h), applies the op over the
- * arrays, and converts the chunk into the output's dtype. Numerics follow
- * PyTorch: relu, maximum and minimum propagate NaN; gelu "none" is
- * x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation; integer
- * arithmetic wraps.
+ * arrays, and converts the chunk into the output's dtype. The float math
+ * of each op is its row of lang/scalar.def, expanded below into C on float
+ * and on double (the llvm dialect expands the same rows into LLVM IR).
+ * Numerics follow PyTorch: relu, maximum and minimum propagate NaN; gelu
+ * "none" is x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation;
+ * integer arithmetic wraps.
  *
  * In place (plan-memory): an operand of the result's type may share the
  * result's buffer. Result element i is computed from element i of such an
@@ -149,37 +151,14 @@ static raf_status run(const raf_kernel *k, raf_dtype work, raf_dtype out_work,
 
 /* ---- The formulas of lang/scalar.def ------------------------------------- */
 
-/* The table's words as C on the working type work_t, a typedef of float or
- * double in the function that expands it: constants are rounded to it and
- * the math library's function is chosen by the operand's type (expf for
- * float, exp for double), so that float computes in float. */
-#define MATH(fn, a) _Generic((a), float: fn##f, default: fn)(a)
-#define X x
-#define Y y
-#define K(c) ((work_t)(c))
-#define NEG(a) (-(a))
-#define ADD(a, b) ((a) + (b))
-#define SUB(a, b) ((a) - (b))
-#define MUL(a, b) ((a) * (b))
-#define DIV(a, b) ((a) / (b))
-#define FABS(a) MATH(fabs, a)
-#define SQRT(a) MATH(sqrt, a)
-#define EXP(a) MATH(exp, a)
-#define LOG(a) MATH(log, a)
-#define TANH(a) MATH(tanh, a)
-#define ERF(a) MATH(erf, a)
-#define COS(a) MATH(cos, a)
-#define SIN(a) MATH(sin, a)
-#define POW(a, b) _Generic((a), float: powf, default: pow)(a, b)
-#define LT(a, b) ((a) < (b))
-#define LE(a, b) ((a) <= (b))
-#define GT(a, b) ((a) > (b))
-#define GE(a, b) ((a) >= (b))
-#define EQ(a, b) ((a) == (b))
-#define NE(a, b) ((a) != (b))
-#define UNORDERED(a, b) (isnan(a) || isnan(b))
-#define SELECT(c, a, b) ((c) ? (a) : (b))
-#define IF_TANH(a, b) (tanh_approx ? (a) : (b))
+/* IF_TANH's choice for statement s. */
+static bool tanh_approx_of(const raf_stmt *s) {
+  const char *a = raf_stmt_attr_str(s, "approximate");
+  return a && strcmp(a, "tanh") == 0;
+}
+
+/* The table's words as C (float computes in float, double in double). */
+#include "lang/scalar_c.h"
 
 /* One loop per op: r[i] = f over x = a[i] (FOR_EACH1) or x = a[i] and
  * y = b[i] (FOR_EACH2), in working type T, the result in R. */
@@ -258,7 +237,43 @@ static void double_compare(raf_opcode op, void *const *ops, void *res,
   }
 }
 
+#undef COMPARE
 #undef TEST
+#undef BACKWARD
+
+/* The backward operators (dy, x), in double whatever the dtype: the chunk
+ * gathers both operands as doubles and rounds the result once. */
+#define COMPARE(OP, f)
+#define TEST(OP, f)
+#define BACKWARD(OP, f)                                                        \
+  case RAF_OP_##OP:                                                            \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      double dy = a[i], x = b[i];                                              \
+      r[i] = (f);                                                              \
+    }                                                                          \
+    break;
+
+static void apply_backward(const chunk_job *j, void *const *ops, void *res,
+                           int64_t n) {
+  typedef double work_t;
+  bool tanh_approx = tanh_approx_of(j->k->stmt);
+  const double *a = ops[0], *b = ops[1];
+  double *r = res;
+  switch (j->k->stmt->op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+raf_status raf_cpuref_backward_elem(const raf_kernel *k) {
+  return run(k, RAF_F64, RAF_F64, apply_backward);
+}
+
+#undef BACKWARD
+#undef COMPARE
+#undef TEST
+#define BACKWARD(OP, f)
+#define COMPARE(OP, f) case RAF_OP_##OP: FOR_EACH2(work_t, int64_t, f); break;
 #define TEST(OP, f) /* isfinite takes floats only */
 
 static void int_compare(raf_opcode op, void *const *ops, void *res,
@@ -271,27 +286,22 @@ static void int_compare(raf_opcode op, void *const *ops, void *res,
 }
 
 #include "lang/scalar_end.h"
-#undef MATH
+#undef RAF_SCALAR_MATH
 
 /* ---- Unary ---------------------------------------------------------------- */
-
-
-/* IF_TANH's choice for statement s. */
-static bool tanh_approx(const raf_stmt *s) {
-  const char *a = raf_stmt_attr_str(s, "approximate");
-  return a && strcmp(a, "tanh") == 0;
-}
 
 static void apply_unary(const chunk_job *j, void *const *ops, void *res,
                         int64_t n) {
   raf_opcode op = j->k->stmt->op;
   if (j->work == RAF_F32) {
-    float_arith(op, tanh_approx(j->k->stmt), ops, res, n);
+    float_arith(op, tanh_approx_of(j->k->stmt), ops, res, n);
   } else if (j->work == RAF_F64) {
-    double_arith(op, tanh_approx(j->k->stmt), ops, res, n);
+    double_arith(op, tanh_approx_of(j->k->stmt), ops, res, n);
   } else { /* integers wrap (lang/scalar.def, "Integers") */
     switch (op) {
-    case RAF_OP_NEG: FOR_EACH1(int64_t, int64_t, (int64_t)(0 - (uint64_t)x)); break;
+    case RAF_OP_NEG:
+      FOR_EACH1(int64_t, int64_t, (int64_t)(0 - (uint64_t)x));
+      break;
     case RAF_OP_ABS:
       FOR_EACH1(int64_t, int64_t, x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
       break;

@@ -4,9 +4,8 @@
  * forward result, and the forward values it names, with PyTorch's
  * semantics (derivatives.yaml):
  *
- * gelu_grad(dy, x) and the other elementwise backward operators: the
- * formula of their row of lang/scalar.def (dy times the derivative), in
- * double.
+ * (gelu_grad and the other elementwise backward operators are the
+ * BACKWARD rows of lang/scalar.def, computed by elementwise.c.)
  * softmax_grad(dy, y): y * (dy - sum(dy * y)) along axis; log_softmax_grad
  * (dy, y): dy - exp(y) * sum(dy) along axis. y is the forward result.
  * layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta): per row of the
@@ -150,81 +149,6 @@ static void around_axis(const raf_type *t, int axis, int64_t *outer,
 
 static int norm_axis(int64_t axis, int rank) {
   return (int)(axis < 0 ? axis + rank : axis);
-}
-
-/* ---- The elementwise backward operators (lang/scalar.def) ---------------- */
-
-/* The table's BACKWARD rows, in double (see scalar.def for the words). */
-#define X x
-#define DY dy
-#define K(c) ((double)(c))
-#define NEG(a) (-(a))
-#define ADD(a, b) ((a) + (b))
-#define SUB(a, b) ((a) - (b))
-#define MUL(a, b) ((a) * (b))
-#define DIV(a, b) ((a) / (b))
-#define FABS(a) fabs(a)
-#define SQRT(a) sqrt(a)
-#define EXP(a) exp(a)
-#define LOG(a) log(a)
-#define TANH(a) tanh(a)
-#define ERF(a) erf(a)
-#define COS(a) cos(a)
-#define SIN(a) sin(a)
-#define POW(a, b) pow(a, b)
-#define LT(a, b) ((a) < (b))
-#define LE(a, b) ((a) <= (b))
-#define GT(a, b) ((a) > (b))
-#define GE(a, b) ((a) >= (b))
-#define EQ(a, b) ((a) == (b))
-#define NE(a, b) ((a) != (b))
-#define UNORDERED(a, b) (isnan(a) || isnan(b))
-#define SELECT(c, a, b) ((c) ? (a) : (b))
-#define IF_TANH(a, b) (j->tanh_approx ? (a) : (b))
-
-typedef struct elem_job {
-  raf_opcode op;
-  const double *dy, *x;
-  double *r;
-  bool tanh_approx;
-} elem_job;
-
-#define UNARY(OP, f)
-#define BINARY(OP, f)
-#define COMPARE(OP, f)
-#define TEST(OP, f)
-#define NO_FORMULA(OP, why)
-#define BACKWARD(OP, f)                                                        \
-  case RAF_OP_##OP:                                                            \
-    for (int64_t i = begin; i < end; i++) {                                    \
-      double dy = j->dy[i], x = j->x[i];                                       \
-      j->r[i] = (f);                                                           \
-    }                                                                          \
-    break;
-
-static void backward_range(void *data, int64_t begin, int64_t end) {
-  const elem_job *j = data;
-  switch (j->op) {
-#include "lang/scalar.def"
-  default: break;
-  }
-}
-
-#include "lang/scalar_end.h"
-
-raf_status raf_cpuref_backward_elem(const raf_kernel *k) {
-  buffers b;
-  const double *in[2];
-  double *out[1];
-  if (!setup(k, &b, in, 2, out, false))
-    return RAF_ERROR;
-  const char *approx = raf_stmt_attr_str(k->stmt, "approximate");
-  elem_job j = {k->stmt->op, in[0], in[1], out[0],
-                approx && strcmp(approx, "tanh") == 0};
-  raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK_WORK, backward_range,
-                      &j);
-  finish(k, &b, out);
-  return RAF_OK;
 }
 
 /* ---- softmax_grad, log_softmax_grad -------------------------------------- */
