@@ -1,10 +1,11 @@
 /* lower.h: the lowering of a kernel plan to LLVM IR (codegen/ internal).
  *
  * Three parts:
- *   - point evaluation, shared by both targets: lower_ops.c, one definition
- *     of each op's scalar math (gelu, layer_norm's and the row ops' formulas
- *     included) and the loads, stores and conversions of every dtype, and
- *     lower.c's evaluation of values at a point and row phases;
+ *   - point evaluation, shared by both targets: lower_ops.c, each
+ *     elementwise op's scalar math expanded from lang/scalar.def and the
+ *     loads, stores and conversions of every dtype; lower.c's evaluation
+ *     of values at a point and the body; lower_rows.c's row phases of the
+ *     row ops (their finishing formulas included) and the final step;
  *   - the host schedule (lower.c): rows of the parallel range walked by
  *     loops, column tiles, the final step;
  *   - the NVPTX schedule (lower_nvptx.c, launch geometry in schedule.c):
@@ -18,7 +19,7 @@
  * the width does); float accumulations of row ops run in double. The only
  * difference is the order of those double accumulations, which the loop
  * vectorizer may reassociate. On NVPTX the rows of f32, f16 and bf16 inputs
- * accumulate and finish in float instead (lower.c's acc_type, the row's
+ * accumulate and finish in float instead (lower_rows.c's acc_type, the row's
  * type per target; docs/Codegen.md#numerics-on-the-gpu).
  */
 #ifndef RAF_CODEGEN_LOWER_H
@@ -131,19 +132,13 @@ LLVMValueRef cg_math(cg_emitter *e, const char *fn, raf_dtype w,
 LLVMValueRef cg_intrinsic(cg_emitter *e, const char *name, LLVMTypeRef type,
                           LLVMValueRef *args, int nargs);
 
-/* The ops, on values of dtype dt (the operands'), results in the compute
- * type of the result's dtype. */
-LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
-                      LLVMValueRef x);
-LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                       LLVMValueRef x, LLVMValueRef y);
-/* isfinite(x) of a float x: |x| < inf, false for NaN (an ordered compare). */
-LLVMValueRef cg_isfinite(cg_emitter *e, LLVMValueRef x);
-LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                        LLVMValueRef x, LLVMValueRef y);
-/* gelu'(x) in double (runtime/cpuref/grad.c's formula). */
-LLVMValueRef cg_gelu_derivative(cg_emitter *e, const raf_stmt *s,
-                                LLVMValueRef x);
+/* Statement s of an op with a row in lang/scalar.def (not NO_FORMULA) on
+ * operands a (and b: NULL for one operand) of dtype odt, the result in the
+ * compute type of dt, its dtype, rounded to it. A backward operator
+ * computes in double. An op or dtype with no lowering fails the emitter
+ * ("no lowering of OP for DTYPE"). */
+LLVMValueRef cg_elementwise(cg_emitter *e, const raf_stmt *s, raf_dtype odt,
+                            raf_dtype dt, LLVMValueRef a, LLVMValueRef b);
 
 /* NaN-propagating max and min of floats (llvm.maximum), and of integers. */
 LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
@@ -205,6 +200,8 @@ void cg_nest_close(cg_emitter *e, cg_nest *N);
 LLVMValueRef cg_eval(cg_emitter *e, const raf_value *v, cg_map m);
 void cg_memo_put(cg_emitter *e, const raf_value *v, cg_map m,
                  LLVMValueRef val);
+/* Operand i of s at the point where s's result is under map m. */
+LLVMValueRef cg_operand(cg_emitter *e, const raf_stmt *s, int i, cg_map m);
 /* Stores result i at the current point (a partial result only where it
  * does not broadcast). */
 void cg_store_output(cg_emitter *e, int i);
@@ -218,6 +215,26 @@ LLVMValueRef cg_reduce_step(cg_emitter *e, const raf_stmt *s,
 LLVMValueRef cg_reduce_finish(cg_emitter *e, const raf_stmt *s,
                               LLVMValueRef r);
 
+/* if (cond) { ... }: open returns the block after (NULL when cond is
+ * NULL: no guard), close ends the block; what is computed inside dominates
+ * nothing after. */
+LLVMBasicBlockRef cg_guard_open(cg_emitter *e, LLVMValueRef cond, int *mark);
+void cg_guard_close(cg_emitter *e, LLVMBasicBlockRef next, int mark);
+
+/* ---- lower_rows.c: the row ops ------------------------------------------ */
+
+/* Row op k's phase over the current row: its passes, and its row values
+ * in e->aux[k]. */
+void cg_row_phase(cg_emitter *e, int k);
+/* A full result of row op s at the current point, from its row values. */
+LLVMValueRef cg_row_full(cg_emitter *e, const raf_stmt *s, cg_map m);
+/* The labels cross_entropy_grad s counts ("mean"), over every row. */
+LLVMValueRef cg_count_labels(cg_emitter *e, const raf_stmt *s);
+/* The final step of the totals (on NVPTX over e->lanes threads). */
+void cg_emit_final(cg_emitter *e);
+
+/* ---- lower.c: the body ---------------------------------------------------- */
+
 /* Starts function `name` of nbufs noalias pointers and `tail` i64
  * parameters (on NVPTX a kernel), e->bufs its buffers (see cg_lower). */
 LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
@@ -225,9 +242,6 @@ LLVMValueRef cg_body_fn(cg_emitter *e, const char *name, int nbufs, int tail);
  * see above); `first` owns the uniform results. */
 void cg_emit_body(cg_emitter *e, LLVMValueRef first, LLVMValueRef from,
                   LLVMValueRef to, LLVMValueRef step);
-/* The final step of the totals (on NVPTX over e->lanes threads). */
-void cg_emit_final(cg_emitter *e);
-
 /* Adds the kernel of plan p to module M as function `name`:
  *   host:  void name(void *const *bufs, int64_t begin, int64_t end)
  *          (bufs: the arguments' buffers, the results', then two scratch

@@ -23,7 +23,7 @@
  * and stores nothing, so that every thread of a block meets every
  * bar.sync. Only lane 0 of a row stores the row's results.
  *
- * The values combined are of the row's type (lower.c's acc_type): float
+ * The values combined are of the row's type (lower_rows.c's acc_type): float
  * for f32, f16 and bf16 rows (one 32-bit shfl.sync per butterfly, float
  * adds), double only for f64 rows (two shuffles per butterfly); a shared
  * memory slot is 8 bytes either way.

@@ -1,13 +1,14 @@
 /* lower_ops.c: scalar LLVM IR for each op, and the loads, stores and
  * conversions of every dtype (see lower.h for the numerics).
  *
- * Each op is written as the cpu-ref kernel computes it, operation by
+ * Each elementwise op's float math is its row of lang/scalar.def, expanded
+ * here into builder calls, as cpu-ref expands it into C: operation by
  * operation and in the same order (no contraction into FMAs, no fast-math
- * flags), so that elementwise results are bit-identical to cpu-ref's:
- * relu is `x < 0 ? 0 : x`, maximum `isnan(x) || isnan(y) ? x + y : x > y ?
- * x : y`, rsqrt `1 / sqrt(x)`, sigmoid `1 / (1 + exp(-x))`, gelu as
- * PyTorch. exp, log, tanh, erf, cos, sin and pow call the math library
- * (libm's expf/exp on the host, libdevice's __nv_expf/__nv_exp on NVPTX).
+ * flags), so that elementwise results are bit-identical to cpu-ref's. exp,
+ * log, tanh, erf, cos, sin and pow call the math library (libm's expf/exp
+ * on the host, libdevice's __nv_expf/__nv_exp on NVPTX). The integer forms
+ * of the NUMBERS ops are the machine's wrapping operations, written below
+ * the table's expansion.
  *
  * Conversions follow runtime/elem.c: floats to integers truncate toward
  * zero with NaN 0 and saturation (llvm.fptosi.sat.i64, then wrapped to the
@@ -20,9 +21,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-#define SQRT_2_OVER_PI 0.7978845608028654
-#define SQRT_HALF 0.7071067811865476
 
 void cg_fail(cg_emitter *e, const char *fmt, ...) {
   if (e->failed)
@@ -328,11 +326,14 @@ LLVMValueRef cg_math(cg_emitter *e, const char *fn, raf_dtype w,
   return c;
 }
 
-/* ---- Ops ------------------------------------------------------------------ */
+/* ---- Helpers of the ops ---------------------------------------------------- */
 
-static LLVMValueRef fconst(cg_emitter *e, LLVMValueRef like, double v) {
-  (void)e;
-  return LLVMConstReal(LLVMTypeOf(like), v);
+/* Records that s has no lowering for dtype dt; returns x to go on with. */
+static LLVMValueRef fail_op(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
+                               LLVMValueRef x) {
+  cg_fail(e, "no lowering of %s for %s", raf_op_table[s->op].name,
+          raf_dtype_name(dt));
+  return x;
 }
 
 LLVMValueRef cg_fadd_reassoc(cg_emitter *e, LLVMValueRef x, LLVMValueRef y) {
@@ -352,93 +353,101 @@ LLVMValueRef cg_max(cg_emitter *e, raf_dtype dt, LLVMValueRef x,
   return cg_intrinsic(e, name, t, args, 2);
 }
 
-static LLVMValueRef float_unary(cg_emitter *e, const raf_stmt *s,
-                                raf_dtype w, LLVMValueRef x) {
+/* ---- The formulas of lang/scalar.def ------------------------------------- */
+
+/* The table's words as LLVM builder calls on the float working type t
+ * (dtype w): the same IEEE operations, in the same nesting, as cpu-ref's
+ * C expansion, so that the results are the same bits. Sibling operands may
+ * be built in either order (C leaves it open); that changes no value. */
+static LLVMValueRef intrinsic1(cg_emitter *e, const char *name,
+                               LLVMValueRef a) {
+  return cg_intrinsic(e, name, LLVMTypeOf(a), &a, 1);
+}
+
+#define X x
+#define Y y
+#define DY dy
+#define K(c) LLVMConstReal(t, (c))
+#define NEG(a) LLVMBuildFNeg(B, (a), "")
+#define ADD(a, b) LLVMBuildFAdd(B, (a), (b), "")
+#define SUB(a, b) LLVMBuildFSub(B, (a), (b), "")
+#define MUL(a, b) LLVMBuildFMul(B, (a), (b), "")
+#define DIV(a, b) LLVMBuildFDiv(B, (a), (b), "")
+#define FABS(a) intrinsic1(e, "llvm.fabs", (a))
+#define SQRT(a) intrinsic1(e, "llvm.sqrt", (a))
+#define EXP(a) cg_math(e, "exp", w, (a), NULL)
+#define LOG(a) cg_math(e, "log", w, (a), NULL)
+#define TANH(a) cg_math(e, "tanh", w, (a), NULL)
+#define ERF(a) cg_math(e, "erf", w, (a), NULL)
+#define COS(a) cg_math(e, "cos", w, (a), NULL)
+#define SIN(a) cg_math(e, "sin", w, (a), NULL)
+#define POW(a, b) cg_math(e, "pow", w, (a), (b))
+#define LT(a, b) LLVMBuildFCmp(B, LLVMRealOLT, (a), (b), "")
+#define LE(a, b) LLVMBuildFCmp(B, LLVMRealOLE, (a), (b), "")
+#define GT(a, b) LLVMBuildFCmp(B, LLVMRealOGT, (a), (b), "")
+#define GE(a, b) LLVMBuildFCmp(B, LLVMRealOGE, (a), (b), "")
+#define EQ(a, b) LLVMBuildFCmp(B, LLVMRealOEQ, (a), (b), "")
+#define NE(a, b) LLVMBuildFCmp(B, LLVMRealUNE, (a), (b), "")
+#define UNORDERED(a, b) LLVMBuildFCmp(B, LLVMRealUNO, (a), (b), "")
+#define SELECT(c, a, b) LLVMBuildSelect(B, (c), (a), (b), "")
+/* A C choice: only the chosen formula is built. */
+#define IF_TANH(a, b) (tanh_approx ? (a) : (b))
+
+#define UNARY(OP, f) case RAF_OP_##OP: return f;
+#define BINARY(OP, f) case RAF_OP_##OP: return f;
+#define COMPARE(OP, f) case RAF_OP_##OP: return f;
+#define TEST(OP, f) case RAF_OP_##OP: return f;
+#define BACKWARD(OP, f) case RAF_OP_##OP: return f;
+#define NO_FORMULA(OP, why)
+
+/* s's formula over float operands of work dtype w (x and y, or dy and x
+ * for a backward operator); NULL when s's op has none. */
+static LLVMValueRef formula(cg_emitter *e, const raf_stmt *s, raf_dtype w,
+                            LLVMValueRef x, LLVMValueRef y, LLVMValueRef dy) {
   LLVMBuilderRef B = e->B;
-  LLVMValueRef one = fconst(e, x, 1), zero = fconst(e, x, 0);
+  LLVMTypeRef t = w == RAF_F64 ? e->f64 : e->f32;
+  const char *approx = raf_stmt_attr_str(s, "approximate");
+  bool tanh_approx = approx && strcmp(approx, "tanh") == 0;
+  (void)x, (void)y, (void)dy, (void)t, (void)B, (void)tanh_approx;
   switch (s->op) {
-  case RAF_OP_NEG: return LLVMBuildFNeg(B, x, "");
-  case RAF_OP_ABS: return cg_intrinsic(e, "llvm.fabs", LLVMTypeOf(x), &x, 1);
-  case RAF_OP_EXP: return cg_math(e, "exp", w, x, NULL);
-  case RAF_OP_LOG: return cg_math(e, "log", w, x, NULL);
-  case RAF_OP_TANH: return cg_math(e, "tanh", w, x, NULL);
-  case RAF_OP_ERF: return cg_math(e, "erf", w, x, NULL);
-  case RAF_OP_COS: return cg_math(e, "cos", w, x, NULL);
-  case RAF_OP_SIN: return cg_math(e, "sin", w, x, NULL);
-  case RAF_OP_SQRT: return cg_intrinsic(e, "llvm.sqrt", LLVMTypeOf(x), &x, 1);
-  case RAF_OP_RSQRT:
-    return LLVMBuildFDiv(
-        B, one, cg_intrinsic(e, "llvm.sqrt", LLVMTypeOf(x), &x, 1), "");
-  case RAF_OP_SIGMOID: {
-    LLVMValueRef ex = cg_math(e, "exp", w, LLVMBuildFNeg(B, x, ""), NULL);
-    return LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, ex, ""), "");
-  }
-  case RAF_OP_RELU:
-    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealOLT, x, zero, ""),
-                           zero, x, "");
-  case RAF_OP_GELU: {
-    LLVMValueRef half_x = LLVMBuildFMul(B, fconst(e, x, 0.5), x, "");
-    LLVMValueRef t;
-    if (strcmp(raf_stmt_attr_str(s, "approximate"), "tanh") == 0) {
-      /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-      LLVMValueRef c = LLVMBuildFMul(B, fconst(e, x, 0.044715), x, "");
-      c = LLVMBuildFMul(B, LLVMBuildFMul(B, c, x, ""), x, "");
-      c = LLVMBuildFMul(B, fconst(e, x, SQRT_2_OVER_PI),
-                        LLVMBuildFAdd(B, x, c, ""), "");
-      t = cg_math(e, "tanh", w, c, NULL);
-    } else { /* 0.5 x (1 + erf(x / sqrt(2))) */
-      t = cg_math(e, "erf", w,
-                  LLVMBuildFMul(B, x, fconst(e, x, SQRT_HALF), ""), NULL);
-    }
-    return LLVMBuildFMul(B, half_x, LLVMBuildFAdd(B, one, t, ""), "");
-  }
-  default:
-    cg_fail(e, "no lowering of %s", raf_op_table[s->op].name);
-    return x;
+#include "lang/scalar.def"
+  default: return NULL;
   }
 }
 
-#define INV_SQRT_2PI 0.3989422804014327
+#include "lang/scalar_end.h"
 
-LLVMValueRef cg_gelu_derivative(cg_emitter *e, const raf_stmt *s,
-                                LLVMValueRef x) {
-  LLVMBuilderRef B = e->B;
-  LLVMValueRef half = fconst(e, x, 0.5), one = fconst(e, x, 1);
-  if (strcmp(raf_stmt_attr_str(s, "approximate"), "tanh") == 0) {
-    /* u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh(u);
-     * 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) */
-    LLVMValueRef c = LLVMBuildFMul(B, fconst(e, x, 0.044715), x, "");
-    c = LLVMBuildFMul(B, LLVMBuildFMul(B, c, x, ""), x, "");
-    LLVMValueRef u = LLVMBuildFMul(B, fconst(e, x, SQRT_2_OVER_PI),
-                                   LLVMBuildFAdd(B, x, c, ""), "");
-    LLVMValueRef t = cg_math(e, "tanh", RAF_F64, u, NULL);
-    LLVMValueRef a = LLVMBuildFMul(B, half, LLVMBuildFAdd(B, one, t, ""), "");
-    LLVMValueRef b = LLVMBuildFMul(B, half, x, "");
-    b = LLVMBuildFMul(
-        B, b, LLVMBuildFSub(B, one, LLVMBuildFMul(B, t, t, ""), ""), "");
-    b = LLVMBuildFMul(B, b, fconst(e, x, SQRT_2_OVER_PI), "");
-    LLVMValueRef q = LLVMBuildFMul(B, fconst(e, x, 3 * 0.044715), x, "");
-    q = LLVMBuildFAdd(B, one, LLVMBuildFMul(B, q, x, ""), "");
-    return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, b, q, ""), "");
+/* Which row of lang/scalar.def s's op has. */
+typedef enum formula_kind {
+  NONE_KIND,
+  UNARY_KIND,
+  BINARY_KIND,
+  COMPARE_KIND,
+  TEST_KIND,
+  BACKWARD_KIND
+} formula_kind;
+
+static formula_kind kind_of(raf_opcode op) {
+  switch (op) {
+#define UNARY(OP, f) case RAF_OP_##OP: return UNARY_KIND;
+#define BINARY(OP, f) case RAF_OP_##OP: return BINARY_KIND;
+#define COMPARE(OP, f) case RAF_OP_##OP: return COMPARE_KIND;
+#define TEST(OP, f) case RAF_OP_##OP: return TEST_KIND;
+#define BACKWARD(OP, f) case RAF_OP_##OP: return BACKWARD_KIND;
+#define NO_FORMULA(OP, why)
+#include "lang/scalar.def"
+#include "lang/scalar_end.h"
+  default: return NONE_KIND;
   }
-  /* 0.5 (1 + erf(x / sqrt(2))) + x / sqrt(2 pi) exp(-0.5 x^2) */
-  LLVMValueRef er = cg_math(
-      e, "erf", RAF_F64, LLVMBuildFMul(B, x, fconst(e, x, SQRT_HALF), ""),
-      NULL);
-  LLVMValueRef a = LLVMBuildFMul(B, half, LLVMBuildFAdd(B, one, er, ""), "");
-  LLVMValueRef g = LLVMBuildFMul(B, fconst(e, x, -0.5), x, "");
-  g = cg_math(e, "exp", RAF_F64, LLVMBuildFMul(B, g, x, ""), NULL);
-  LLVMValueRef b = LLVMBuildFMul(B, x, fconst(e, x, INV_SQRT_2PI), "");
-  return LLVMBuildFAdd(B, a, LLVMBuildFMul(B, b, g, ""), "");
 }
 
-LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
-                      LLVMValueRef x) {
-  if (raf_dtype_is_float(dt))
-    return float_unary(e, s, cg_work_dtype(dt), x);
+/* ---- Integers (lang/scalar.def, "Integers") ------------------------------- */
+
+static LLVMValueRef int_unary(cg_emitter *e, raf_opcode op, raf_dtype dt,
+                              LLVMValueRef x) {
   LLVMBuilderRef B = e->B;
   LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(x), 0, false);
-  switch (s->op) {
+  switch (op) {
   case RAF_OP_NEG: return LLVMBuildSub(B, zero, x, "");
   case RAF_OP_ABS: {
     if (is_unsigned(dt))
@@ -451,71 +460,63 @@ LLVMValueRef cg_unary(cg_emitter *e, const raf_stmt *s, raf_dtype dt,
       return x;
     return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, zero, ""), zero,
                            x, "");
-  default:
-    cg_fail(e, "no lowering of %s for %s", raf_op_table[s->op].name,
-            raf_dtype_name(dt));
-    return x;
+  default: return NULL;
   }
 }
 
-LLVMValueRef cg_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                       LLVMValueRef x, LLVMValueRef y) {
+static LLVMValueRef int_binary(cg_emitter *e, raf_opcode op, raf_dtype dt,
+                               LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef B = e->B;
-  if (raf_dtype_is_float(dt)) {
-    switch (op) {
-    case RAF_OP_ADD: return LLVMBuildFAdd(B, x, y, "");
-    case RAF_OP_SUB: return LLVMBuildFSub(B, x, y, "");
-    case RAF_OP_MUL: return LLVMBuildFMul(B, x, y, "");
-    case RAF_OP_DIV: return LLVMBuildFDiv(B, x, y, "");
-    case RAF_OP_POW: return cg_math(e, "pow", cg_work_dtype(dt), x, y);
-    case RAF_OP_MAXIMUM:
-    case RAF_OP_MINIMUM: {
-      /* isnan(x) || isnan(y) ? x + y : x > y ? x : y (< for minimum) */
-      LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, y, "");
-      LLVMValueRef pick = LLVMBuildFCmp(
-          B, op == RAF_OP_MAXIMUM ? LLVMRealOGT : LLVMRealOLT, x, y, "");
-      return LLVMBuildSelect(B, nan, LLVMBuildFAdd(B, x, y, ""),
-                             LLVMBuildSelect(B, pick, x, y, ""), "");
-    }
-    default: break;
-    }
-  } else {
-    switch (op) {
-    case RAF_OP_ADD: return LLVMBuildAdd(B, x, y, "");
-    case RAF_OP_SUB: return LLVMBuildSub(B, x, y, "");
-    case RAF_OP_MUL: return LLVMBuildMul(B, x, y, "");
-    case RAF_OP_MAXIMUM: return cg_max(e, dt, x, y, false);
-    case RAF_OP_MINIMUM: return cg_max(e, dt, x, y, true);
-    default: break;
-    }
+  switch (op) {
+  case RAF_OP_ADD: return LLVMBuildAdd(B, x, y, "");
+  case RAF_OP_SUB: return LLVMBuildSub(B, x, y, "");
+  case RAF_OP_MUL: return LLVMBuildMul(B, x, y, "");
+  case RAF_OP_MAXIMUM: return cg_max(e, dt, x, y, false);
+  case RAF_OP_MINIMUM: return cg_max(e, dt, x, y, true);
+  default: return NULL;
   }
-  cg_fail(e, "no lowering of %s for %s", raf_op_table[op].name,
-          raf_dtype_name(dt));
-  return x;
 }
 
-LLVMValueRef cg_isfinite(cg_emitter *e, LLVMValueRef x) {
-  LLVMValueRef a = cg_intrinsic(e, "llvm.fabs", LLVMTypeOf(x), &x, 1);
-  return LLVMBuildFCmp(e->B, LLVMRealOLT, a, fconst(e, x, HUGE_VAL), "");
-}
-
-LLVMValueRef cg_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
-                        LLVMValueRef x, LLVMValueRef y) {
-  if (raf_dtype_is_float(dt)) {
-    LLVMRealPredicate p = op == RAF_OP_EQ   ? LLVMRealOEQ
-                          : op == RAF_OP_NE ? LLVMRealUNE
-                          : op == RAF_OP_LT ? LLVMRealOLT
-                          : op == RAF_OP_LE ? LLVMRealOLE
-                          : op == RAF_OP_GT ? LLVMRealOGT
-                                            : LLVMRealOGE;
-    return LLVMBuildFCmp(e->B, p, x, y, "");
-  }
+/* Integers and bools compare by their signedness. */
+static LLVMValueRef int_compare(cg_emitter *e, raf_opcode op, raf_dtype dt,
+                                LLVMValueRef x, LLVMValueRef y) {
   bool u = is_unsigned(dt) || dt == RAF_BOOL;
-  LLVMIntPredicate p = op == RAF_OP_EQ   ? LLVMIntEQ
-                       : op == RAF_OP_NE ? LLVMIntNE
-                       : op == RAF_OP_LT ? (u ? LLVMIntULT : LLVMIntSLT)
-                       : op == RAF_OP_LE ? (u ? LLVMIntULE : LLVMIntSLE)
-                       : op == RAF_OP_GT ? (u ? LLVMIntUGT : LLVMIntSGT)
-                                         : (u ? LLVMIntUGE : LLVMIntSGE);
+  LLVMIntPredicate p;
+  switch (op) {
+  case RAF_OP_EQ: p = LLVMIntEQ; break;
+  case RAF_OP_NE: p = LLVMIntNE; break;
+  case RAF_OP_LT: p = u ? LLVMIntULT : LLVMIntSLT; break;
+  case RAF_OP_LE: p = u ? LLVMIntULE : LLVMIntSLE; break;
+  case RAF_OP_GT: p = u ? LLVMIntUGT : LLVMIntSGT; break;
+  case RAF_OP_GE: p = u ? LLVMIntUGE : LLVMIntSGE; break;
+  default: return NULL;
+  }
   return LLVMBuildICmp(e->B, p, x, y, "");
+}
+
+/* ---- Ops ------------------------------------------------------------------ */
+
+LLVMValueRef cg_elementwise(cg_emitter *e, const raf_stmt *s, raf_dtype odt,
+                            raf_dtype dt, LLVMValueRef a, LLVMValueRef b) {
+  formula_kind kind = kind_of(s->op);
+  LLVMValueRef r = NULL;
+  if (kind == BACKWARD_KIND) { /* in double, rounded once */
+    r = formula(e, s, RAF_F64, cg_to_f64(e, b), NULL, cg_to_f64(e, a));
+    return cg_round(e, dt, cg_from_f64(e, r, cg_work_dtype(dt)));
+  }
+  bool is_float = raf_dtype_is_float(odt);
+  switch (kind) {
+  case UNARY_KIND:
+  case BINARY_KIND:
+    r = is_float ? formula(e, s, cg_work_dtype(odt), a, b, NULL)
+        : kind == UNARY_KIND ? int_unary(e, s->op, odt, a)
+                             : int_binary(e, s->op, odt, a, b);
+    return r ? cg_round(e, dt, r) : fail_op(e, s, odt, a);
+  case COMPARE_KIND:
+  case TEST_KIND:
+    r = is_float ? formula(e, s, cg_work_dtype(odt), a, b, NULL)
+                 : int_compare(e, s->op, odt, a, b);
+    return r ? r : fail_op(e, s, odt, a);
+  default: return fail_op(e, s, odt, a);
+  }
 }

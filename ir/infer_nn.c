@@ -357,8 +357,9 @@ static raf_status shape_attr(raf_infer *in, raf_attr_value *v, int len) {
   return RAF_OK;
 }
 
-/* gelu_grad(dy, x): dy and x of one type, the result's. */
-raf_status infer_gelu_grad(raf_infer *in) {
+/* The elementwise backward operators (gelu_grad, ...)(dy, x): dy and x of
+ * one type, the result's. */
+raf_status infer_elem_grad(raf_infer *in) {
   if (infer_admit_all(in) || same_type(in, 0, 1, "dy", "x"))
     return RAF_ERROR;
   in->results[0] = OPND(1);

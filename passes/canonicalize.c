@@ -5,10 +5,14 @@
  *
  *  Constant folding. An elementwise op whose operands are all `constant`
  *  statements, and whose result has at most FOLD_LIMIT elements, becomes a
- *  constant: the unary ops neg abs exp log sqrt rsqrt tanh sigmoid relu erf,
- *  the binary ops add sub mul div pow maximum minimum, the comparisons (a
- *  bool result) and cast. Operands broadcast NumPy style. Floats are
- *  computed in double and rounded once to the result's element type;
+ *  constant: every op with a formula in lang/scalar.def (the unary,
+ *  binary and backward ops, the comparisons and isfinite, with a bool
+ *  result) and no attributes (gelu and gelu_grad stay for fuse's cuBLASLt
+ *  epilogues), and cast. Operands broadcast NumPy style. Floats are computed
+ *  in double, by the table's formulas, and rounded once to the result's
+ *  element type (for f32 and below the runtime computes in float, so a
+ *  folded constant may differ from the runtime's result in the last bit:
+ *  the closer value of the two);
  *  integers are computed in int64 and folded only where that is exact: an
  *  overflow of the result type, a division with a remainder or by zero, a
  *  negative integer power, or a float cast to an integer that cannot hold
@@ -105,33 +109,87 @@ static void replace_by_const(canon *c, raf_stmt *s, raf_const *data) {
 /* Which ops fold is decided by the evaluators below: each knows the ops
  * it can compute and says false for the rest, so there is no list of
  * foldable ops beside them. */
-/* Float arithmetic in double; false for an op it does not compute. */
+
+/* The words of lang/scalar.def as C (here on double). */
+#include "lang/scalar_c.h"
+
+/* Float arithmetic in double over operands a (and b); false for an op it
+ * does not compute. A backward operator's operands are dy, then x. */
+#define UNARY(OP, f)                                                           \
+  case RAF_OP_##OP: {                                                          \
+    double x = a;                                                              \
+    *r = (f);                                                                  \
+    return true;                                                               \
+  }
+#define BINARY(OP, f)                                                          \
+  case RAF_OP_##OP: {                                                          \
+    double x = a, y = b;                                                       \
+    *r = (f);                                                                  \
+    return true;                                                               \
+  }
+#define BACKWARD(OP, f)                                                        \
+  case RAF_OP_##OP: {                                                          \
+    double dy = a, x = b;                                                      \
+    *r = (f);                                                                  \
+    return true;                                                               \
+  }
+#define COMPARE(OP, f)
+#define TEST(OP, f)
+#define NO_FORMULA(OP, why)
+
 static bool eval_float(raf_opcode op, double a, double b, double *r) {
+  typedef double work_t;
+  /* No op with attributes is folded (fold_elementwise), gelu's among them. */
+  const bool tanh_approx = false;
   switch (op) {
-  case RAF_OP_NEG: *r = -a; break;
-  case RAF_OP_ABS: *r = fabs(a); break;
-  case RAF_OP_EXP: *r = exp(a); break;
-  case RAF_OP_LOG: *r = log(a); break;
-  case RAF_OP_SQRT: *r = sqrt(a); break;
-  case RAF_OP_RSQRT: *r = 1.0 / sqrt(a); break;
-  case RAF_OP_TANH: *r = tanh(a); break;
-  case RAF_OP_SIGMOID: *r = 1.0 / (1.0 + exp(-a)); break;
-  case RAF_OP_RELU: *r = a > 0 || isnan(a) ? a : 0.0; break;
-  case RAF_OP_ERF: *r = erf(a); break;
-  case RAF_OP_COS: *r = cos(a); break;
-  case RAF_OP_SIN: *r = sin(a); break;
-  case RAF_OP_ADD: *r = a + b; break;
-  case RAF_OP_SUB: *r = a - b; break;
-  case RAF_OP_MUL: *r = a * b; break;
-  case RAF_OP_DIV: *r = a / b; break;
-  case RAF_OP_POW: *r = pow(a, b); break;
-  /* NaN propagates, as in NumPy and PyTorch (fmax would drop it). */
-  case RAF_OP_MAXIMUM: *r = isnan(a) || isnan(b) ? NAN : a > b ? a : b; break;
-  case RAF_OP_MINIMUM: *r = isnan(a) || isnan(b) ? NAN : a < b ? a : b; break;
+#include "lang/scalar.def"
   default: return false;
   }
-  return true;
 }
+
+#undef UNARY
+#undef BINARY
+#undef BACKWARD
+#undef COMPARE
+#undef TEST
+
+/* A comparison (or isfinite) of floats or of integers, by the same C
+ * operators; false when op compares nothing. */
+#define UNARY(OP, f)
+#define BINARY(OP, f)
+#define BACKWARD(OP, f)
+#define COMPARE(OP, f)                                                         \
+  case RAF_OP_##OP: {                                                          \
+    *r = (f);                                                                  \
+    return true;                                                               \
+  }
+#define TEST(OP, f)                                                            \
+  case RAF_OP_##OP: {                                                          \
+    *r = (f);                                                                  \
+    return true;                                                               \
+  }
+
+static bool eval_compare_float(raf_opcode op, double x, double y, bool *r) {
+  typedef double work_t;
+  (void)y;
+  switch (op) {
+#include "lang/scalar.def"
+  default: return false;
+  }
+}
+
+#undef TEST
+#define TEST(OP, f) /* isfinite takes floats only */
+
+static bool eval_compare_int(raf_opcode op, int64_t x, int64_t y, bool *r) {
+  switch (op) {
+#include "lang/scalar.def"
+  default: return false;
+  }
+}
+
+#include "lang/scalar_end.h"
+#undef RAF_SCALAR_MATH
 
 /* Integer arithmetic in int64; false where the result is not exact. */
 static bool eval_int(raf_opcode op, int64_t a, int64_t b, int64_t *r) {
@@ -169,21 +227,6 @@ static bool eval_int(raf_opcode op, int64_t a, int64_t b, int64_t *r) {
   case RAF_OP_MINIMUM: *r = a < b ? a : b; return true;
   default: return false; /* float-only, or not computed here */
   }
-}
-
-/* A comparison, given the order of its operands (-1, 0, 1) and whether
- * either is NaN; false when op compares nothing. */
-static bool eval_compare(raf_opcode op, int order, bool unordered, bool *r) {
-  switch (op) {
-  case RAF_OP_EQ: *r = !unordered && order == 0; break;
-  case RAF_OP_NE: *r = unordered || order != 0; break;
-  case RAF_OP_LT: *r = !unordered && order < 0; break;
-  case RAF_OP_LE: *r = !unordered && order <= 0; break;
-  case RAF_OP_GT: *r = !unordered && order > 0; break;
-  case RAF_OP_GE: *r = !unordered && order >= 0; break;
-  default: return false;
-  }
-  return true;
 }
 
 static void store_float(raf_dtype dt, double d, unsigned char *dst) {
@@ -284,7 +327,7 @@ static bool eval_elem(raf_opcode op, raf_dtype in, raf_dtype out,
   if (raf_dtype_is_float(in)) {
     double x = raf_const_get_f64(in, a, ia);
     double y = b ? raf_const_get_f64(in, b, ib) : 0, r;
-    if (eval_compare(op, (x > y) - (x < y), isnan(x) || isnan(y), &cmp))
+    if (eval_compare_float(op, x, y, &cmp))
       return store_int(out, cmp, dst);
     if (!eval_float(op, x, y, &r))
       return false;
@@ -293,7 +336,7 @@ static bool eval_elem(raf_opcode op, raf_dtype in, raf_dtype out,
   }
   int64_t x = raf_const_get_i64(in, a, ia);
   int64_t y = b ? raf_const_get_i64(in, b, ib) : 0, r;
-  if (eval_compare(op, (x > y) - (x < y), false, &cmp))
+  if (eval_compare_int(op, x, y, &cmp))
     return store_int(out, cmp, dst);
   return eval_int(op, x, y, &r) && store_int(out, r, dst);
 }
@@ -335,6 +378,10 @@ static bool fold_elementwise(canon *c, raf_stmt *s) {
        info->fusion != RAF_FUSE_BROADCAST) ||
       arity < 1 || arity > 2 || s->noperands != arity || s->nresults != 1 ||
       t->numel > FOLD_LIMIT)
+    return false;
+  /* Ops with attributes (gelu, gelu_grad) stay for the passes that match
+   * them (fuse's cuBLASLt epilogues), cast aside. */
+  if (info->nattrs && op != RAF_OP_CAST)
     return false;
   const raf_stmt *k[2] = {NULL, NULL};
   for (int i = 0; i < arity; i++)

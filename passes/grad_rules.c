@@ -273,6 +273,13 @@ static raf_status grad_gelu(RULE_ARGS) {
   return RAF_OK;
 }
 
+/* silu_grad(dy, x): dy s (1 + x (1 - s)), s = sigmoid(x) (lang/scalar.def). */
+static raf_status grad_silu(RULE_ARGS) {
+  raf_value *ops[2] = {dy[0], X(0)};
+  dx[0] = raf_emit(EM, RAF_OP_SILU_GRAD, 2, ops, NULL, 0);
+  return RAF_OK;
+}
+
 /* ---- Binary -------------------------------------------------------------- */
 
 static raf_status grad_add(RULE_ARGS) {

@@ -40,6 +40,8 @@ raf_status raf_cpuref_unary(const raf_kernel *k);
 raf_status raf_cpuref_binary(const raf_kernel *k);
 raf_status raf_cpuref_compare(const raf_kernel *k);
 raf_status raf_cpuref_isfinite(const raf_kernel *k);
+/* gelu_grad and every BACKWARD row of lang/scalar.def */
+raf_status raf_cpuref_backward_elem(const raf_kernel *k);
 raf_status raf_cpuref_where(const raf_kernel *k);
 raf_status raf_cpuref_cast(const raf_kernel *k);
 raf_status raf_cpuref_copy(const raf_kernel *k); /* stop_gradient, reshape */
@@ -75,7 +77,6 @@ raf_status raf_cpuref_mse_loss(const raf_kernel *k);
 raf_status raf_cpuref_collective(const raf_kernel *k);
 
 /* grad.c: the backward operators of the autodiff pass */
-raf_status raf_cpuref_gelu_grad(const raf_kernel *k);
 raf_status raf_cpuref_softmax_grad(const raf_kernel *k); /* and log_softmax */
 raf_status raf_cpuref_layer_norm_grad(const raf_kernel *k);
 raf_status raf_cpuref_cross_entropy_grad(const raf_kernel *k);

@@ -1,14 +1,16 @@
 /* elementwise.c: cpu-ref kernels for the elementwise ops: unary, binary
- * (with NumPy broadcasting), comparisons, where, cast, copies and
- * constants.
+ * (with NumPy broadcasting), comparisons, the elementwise backward
+ * operators (gelu_grad, ...), where, cast, copies and constants.
  *
  * Every kernel walks the output in chunks of CHUNK elements (in parallel,
  * chunks being independent): it gathers the operands' elements for the
  * chunk into working-type arrays (see cpuref.h), applies the op over the
- * arrays, and converts the chunk into the output's dtype. Numerics follow
- * PyTorch: relu, maximum and minimum propagate NaN; gelu "none" is
- * x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation; integer
- * arithmetic wraps.
+ * arrays, and converts the chunk into the output's dtype. The float math
+ * of each op is its row of lang/scalar.def, expanded below into C on float
+ * and on double (the llvm dialect expands the same rows into LLVM IR).
+ * Numerics follow PyTorch: relu, maximum and minimum propagate NaN; gelu
+ * "none" is x * Phi(x) with erf, "tanh" is PyTorch's tanh approximation;
+ * integer arithmetic wraps.
  *
  * In place (plan-memory): an operand of the result's type may share the
  * result's buffer. Result element i is computed from element i of such an
@@ -147,63 +149,163 @@ static raf_status run(const raf_kernel *k, raf_dtype work, raf_dtype out_work,
   return RAF_OK;
 }
 
-/* ---- Unary ---------------------------------------------------------------- */
+/* ---- The formulas of lang/scalar.def ------------------------------------- */
 
-#define SQRT_2_OVER_PI 0.7978845608028654
-#define SQRT_HALF 0.7071067811865476
-#define FOR_EACH(T, expr)                                                      \
+/* IF_TANH's choice for statement s. */
+static bool tanh_approx_of(const raf_stmt *s) {
+  const char *a = raf_stmt_attr_str(s, "approximate");
+  return a && strcmp(a, "tanh") == 0;
+}
+
+/* The table's words as C (float computes in float, double in double). */
+#include "lang/scalar_c.h"
+
+/* One loop per op: r[i] = f over x = a[i] (FOR_EACH1) or x = a[i] and
+ * y = b[i] (FOR_EACH2), in working type T, the result in R. */
+#define FOR_EACH1(T, R, f)                                                     \
   do {                                                                         \
     const T *a = ops[0];                                                       \
-    T *r = res;                                                                \
+    R *r = res;                                                                \
     for (int64_t i = 0; i < n; i++) {                                          \
       T x = a[i];                                                              \
-      r[i] = (expr);                                                           \
+      r[i] = (f);                                                              \
+    }                                                                          \
+  } while (0)
+#define FOR_EACH2(T, R, f)                                                     \
+  do {                                                                         \
+    const T *a = ops[0], *b = ops[1];                                          \
+    R *r = res;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      T x = a[i], y = b[i];                                                    \
+      r[i] = (f);                                                              \
     }                                                                          \
   } while (0)
 
-/* The float unary ops, once for float (suffix f) and once for double. */
-#define FLOAT_UNARY(T, F)                                                      \
-  switch (op) {                                                                \
-  case RAF_OP_NEG: FOR_EACH(T, -x); break;                                     \
-  case RAF_OP_ABS: FOR_EACH(T, fabs##F(x)); break;                             \
-  case RAF_OP_EXP: FOR_EACH(T, exp##F(x)); break;                              \
-  case RAF_OP_LOG: FOR_EACH(T, log##F(x)); break;                              \
-  case RAF_OP_SQRT: FOR_EACH(T, sqrt##F(x)); break;                            \
-  case RAF_OP_RSQRT: FOR_EACH(T, (T)1 / sqrt##F(x)); break;                    \
-  case RAF_OP_TANH: FOR_EACH(T, tanh##F(x)); break;                            \
-  case RAF_OP_SIGMOID: FOR_EACH(T, (T)1 / ((T)1 + exp##F(-x))); break;         \
-  case RAF_OP_RELU: FOR_EACH(T, x < 0 ? (T)0 : x); break;                      \
-  case RAF_OP_ERF: FOR_EACH(T, erf##F(x)); break;                              \
-  case RAF_OP_COS: FOR_EACH(T, cos##F(x)); break;                              \
-  case RAF_OP_SIN: FOR_EACH(T, sin##F(x)); break;                              \
-  case RAF_OP_GELU:                                                            \
-    if (tanh_gelu)                                                             \
-      FOR_EACH(T, (T)0.5 * x *                                                 \
-                      ((T)1 + tanh##F((T)SQRT_2_OVER_PI *                      \
-                                      (x + (T)0.044715 * x * x * x))));        \
-    else                                                                       \
-      FOR_EACH(T, (T)0.5 * x * ((T)1 + erf##F(x * (T)SQRT_HALF)));             \
-    break;                                                                     \
-  default: break;                                                              \
+/* The float unary and binary ops, in float and in double. */
+#define UNARY(OP, f) case RAF_OP_##OP: FOR_EACH1(work_t, work_t, f); break;
+#define BINARY(OP, f) case RAF_OP_##OP: FOR_EACH2(work_t, work_t, f); break;
+#define COMPARE(OP, f)
+#define TEST(OP, f)
+#define BACKWARD(OP, f)
+#define NO_FORMULA(OP, why)
+
+static void float_arith(raf_opcode op, bool tanh_approx, void *const *ops,
+                        void *res, int64_t n) {
+  typedef float work_t;
+  switch (op) {
+#include "lang/scalar.def"
+  default: break;
   }
+}
+
+static void double_arith(raf_opcode op, bool tanh_approx, void *const *ops,
+                         void *res, int64_t n) {
+  typedef double work_t;
+  switch (op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+#undef UNARY
+#undef BINARY
+#undef COMPARE
+#undef TEST
+
+/* The comparisons and isfinite, of float, double or int64 (the words are
+ * C's operators, which compare integers too), into int64 0 or 1. */
+#define UNARY(OP, f)
+#define BINARY(OP, f)
+#define COMPARE(OP, f) case RAF_OP_##OP: FOR_EACH2(work_t, int64_t, f); break;
+#define TEST(OP, f) case RAF_OP_##OP: FOR_EACH1(work_t, int64_t, f); break;
+
+static void float_compare(raf_opcode op, void *const *ops, void *res,
+                          int64_t n) {
+  typedef float work_t;
+  switch (op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+static void double_compare(raf_opcode op, void *const *ops, void *res,
+                           int64_t n) {
+  typedef double work_t;
+  switch (op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+#undef COMPARE
+#undef TEST
+#undef BACKWARD
+
+/* The backward operators (dy, x), in double whatever the dtype: the chunk
+ * gathers both operands as doubles and rounds the result once. */
+#define COMPARE(OP, f)
+#define TEST(OP, f)
+#define BACKWARD(OP, f)                                                        \
+  case RAF_OP_##OP:                                                            \
+    for (int64_t i = 0; i < n; i++) {                                          \
+      double dy = a[i], x = b[i];                                              \
+      r[i] = (f);                                                              \
+    }                                                                          \
+    break;
+
+static void apply_backward(const chunk_job *j, void *const *ops, void *res,
+                           int64_t n) {
+  typedef double work_t;
+  bool tanh_approx = tanh_approx_of(j->k->stmt);
+  const double *a = ops[0], *b = ops[1];
+  double *r = res;
+  switch (j->k->stmt->op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+raf_status raf_cpuref_backward_elem(const raf_kernel *k) {
+  return run(k, RAF_F64, RAF_F64, apply_backward);
+}
+
+#undef BACKWARD
+#undef COMPARE
+#undef TEST
+#define BACKWARD(OP, f)
+#define COMPARE(OP, f) case RAF_OP_##OP: FOR_EACH2(work_t, int64_t, f); break;
+#define TEST(OP, f) /* isfinite takes floats only */
+
+static void int_compare(raf_opcode op, void *const *ops, void *res,
+                        int64_t n) {
+  typedef int64_t work_t;
+  switch (op) {
+#include "lang/scalar.def"
+  default: break;
+  }
+}
+
+#include "lang/scalar_end.h"
+#undef RAF_SCALAR_MATH
+
+/* ---- Unary ---------------------------------------------------------------- */
 
 static void apply_unary(const chunk_job *j, void *const *ops, void *res,
                         int64_t n) {
   raf_opcode op = j->k->stmt->op;
-  bool tanh_gelu = op == RAF_OP_GELU &&
-                   strcmp(raf_stmt_attr_str(j->k->stmt, "approximate"),
-                          "tanh") == 0;
   if (j->work == RAF_F32) {
-    FLOAT_UNARY(float, f)
+    float_arith(op, tanh_approx_of(j->k->stmt), ops, res, n);
   } else if (j->work == RAF_F64) {
-    FLOAT_UNARY(double, )
-  } else {
+    double_arith(op, tanh_approx_of(j->k->stmt), ops, res, n);
+  } else { /* integers wrap (lang/scalar.def, "Integers") */
     switch (op) {
-    case RAF_OP_NEG: FOR_EACH(int64_t, (int64_t)(0 - (uint64_t)x)); break;
-    case RAF_OP_ABS:
-      FOR_EACH(int64_t, x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+    case RAF_OP_NEG:
+      FOR_EACH1(int64_t, int64_t, (int64_t)(0 - (uint64_t)x));
       break;
-    case RAF_OP_RELU: FOR_EACH(int64_t, x < 0 ? 0 : x); break;
+    case RAF_OP_ABS:
+      FOR_EACH1(int64_t, int64_t, x < 0 ? (int64_t)(0 - (uint64_t)x) : x);
+      break;
+    case RAF_OP_RELU: FOR_EACH1(int64_t, int64_t, x < 0 ? 0 : x); break;
     default: break;
     }
   }
@@ -219,32 +321,6 @@ raf_status raf_cpuref_unary(const raf_kernel *k) {
 }
 
 /* ---- Binary --------------------------------------------------------------- */
-
-#define FOR_EACH2(T, R, expr)                                                  \
-  do {                                                                         \
-    const T *a = ops[0], *b = ops[1];                                          \
-    R *r = res;                                                                \
-    for (int64_t i = 0; i < n; i++) {                                          \
-      T x = a[i], y = b[i];                                                    \
-      r[i] = (expr);                                                           \
-    }                                                                          \
-  } while (0)
-
-#define FLOAT_BINARY(T, F)                                                     \
-  switch (op) {                                                                \
-  case RAF_OP_ADD: FOR_EACH2(T, T, x + y); break;                              \
-  case RAF_OP_SUB: FOR_EACH2(T, T, x - y); break;                              \
-  case RAF_OP_MUL: FOR_EACH2(T, T, x * y); break;                              \
-  case RAF_OP_DIV: FOR_EACH2(T, T, x / y); break;                              \
-  case RAF_OP_POW: FOR_EACH2(T, T, pow##F(x, y)); break;                       \
-  case RAF_OP_MAXIMUM:                                                         \
-    FOR_EACH2(T, T, isnan(x) || isnan(y) ? x + y : x > y ? x : y);             \
-    break;                                                                     \
-  case RAF_OP_MINIMUM:                                                         \
-    FOR_EACH2(T, T, isnan(x) || isnan(y) ? x + y : x < y ? x : y);             \
-    break;                                                                     \
-  default: break;                                                              \
-  }
 
 /* x ** y for integers; a negative power truncates toward zero as PyTorch
  * does (0 unless |x| is 1). */
@@ -265,10 +341,10 @@ static void apply_binary(const chunk_job *j, void *const *ops, void *res,
                          int64_t n) {
   raf_opcode op = j->k->stmt->op;
   if (j->work == RAF_F32) {
-    FLOAT_BINARY(float, f)
+    float_arith(op, false, ops, res, n);
   } else if (j->work == RAF_F64) {
-    FLOAT_BINARY(double, )
-  } else {
+    double_arith(op, false, ops, res, n);
+  } else { /* integers wrap (lang/scalar.def, "Integers") */
     switch (op) {
     case RAF_OP_ADD:
       FOR_EACH2(int64_t, int64_t, (int64_t)((uint64_t)x + (uint64_t)y));
@@ -297,27 +373,15 @@ raf_status raf_cpuref_binary(const raf_kernel *k) {
 
 /* ---- Comparisons and where ------------------------------------------------ */
 
-#define COMPARE(T)                                                             \
-  switch (op) {                                                                \
-  case RAF_OP_EQ: FOR_EACH2(T, int64_t, x == y); break;                        \
-  case RAF_OP_NE: FOR_EACH2(T, int64_t, x != y); break;                        \
-  case RAF_OP_LT: FOR_EACH2(T, int64_t, x < y); break;                         \
-  case RAF_OP_LE: FOR_EACH2(T, int64_t, x <= y); break;                        \
-  case RAF_OP_GT: FOR_EACH2(T, int64_t, x > y); break;                         \
-  case RAF_OP_GE: FOR_EACH2(T, int64_t, x >= y); break;                        \
-  default: break;                                                              \
-  }
-
 static void apply_compare(const chunk_job *j, void *const *ops, void *res,
                           int64_t n) {
   raf_opcode op = j->k->stmt->op;
-  if (j->work == RAF_F32) {
-    COMPARE(float)
-  } else if (j->work == RAF_F64) {
-    COMPARE(double)
-  } else {
-    COMPARE(int64_t)
-  }
+  if (j->work == RAF_F32)
+    float_compare(op, ops, res, n);
+  else if (j->work == RAF_F64)
+    double_compare(op, ops, res, n);
+  else
+    int_compare(op, ops, res, n);
 }
 
 raf_status raf_cpuref_compare(const raf_kernel *k) {
@@ -325,23 +389,9 @@ raf_status raf_cpuref_compare(const raf_kernel *k) {
              apply_compare);
 }
 
-static void apply_isfinite(const chunk_job *j, void *const *ops, void *res,
-                           int64_t n) {
-  int64_t *r = res;
-  if (j->work == RAF_F32) {
-    const float *a = ops[0];
-    for (int64_t i = 0; i < n; i++)
-      r[i] = isfinite(a[i]) != 0;
-  } else {
-    const double *a = ops[0];
-    for (int64_t i = 0; i < n; i++)
-      r[i] = isfinite(a[i]) != 0;
-  }
-}
-
 raf_status raf_cpuref_isfinite(const raf_kernel *k) {
   return run(k, raf_cpuref_work_dtype(k->in[0]->type->dtype), RAF_I64,
-             apply_isfinite);
+             apply_compare);
 }
 
 static void apply_where(const chunk_job *j, void *const *ops, void *res,

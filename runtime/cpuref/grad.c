@@ -4,8 +4,8 @@
  * forward result, and the forward values it names, with PyTorch's
  * semantics (derivatives.yaml):
  *
- * gelu_grad(dy, x): dy * gelu'(x); "none" Phi(x) + x phi(x), "tanh" the
- * derivative of PyTorch's tanh approximation.
+ * (gelu_grad and the other elementwise backward operators are the
+ * BACKWARD rows of lang/scalar.def, computed by elementwise.c.)
  * softmax_grad(dy, y): y * (dy - sum(dy * y)) along axis; log_softmax_grad
  * (dy, y): dy - exp(y) * sum(dy) along axis. y is the forward result.
  * layer_norm_grad(dy, x, gamma) -> (dx, dgamma, dbeta): per row of the
@@ -149,49 +149,6 @@ static void around_axis(const raf_type *t, int axis, int64_t *outer,
 
 static int norm_axis(int64_t axis, int rank) {
   return (int)(axis < 0 ? axis + rank : axis);
-}
-
-/* ---- gelu_grad ----------------------------------------------------------- */
-
-#define SQRT_2_OVER_PI 0.7978845608028654
-#define SQRT_HALF 0.7071067811865476
-#define INV_SQRT_2PI 0.3989422804014327
-
-typedef struct elem_job {
-  const double *a, *b;
-  double *r;
-  bool flag;
-} elem_job;
-
-static void gelu_grad_range(void *data, int64_t begin, int64_t end) {
-  const elem_job *j = data;
-  for (int64_t i = begin; i < end; i++) {
-    double x = j->b[i], d;
-    if (j->flag) { /* tanh */
-      double u = SQRT_2_OVER_PI * (x + 0.044715 * x * x * x);
-      double t = tanh(u);
-      d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * SQRT_2_OVER_PI *
-                              (1 + 3 * 0.044715 * x * x);
-    } else {
-      d = 0.5 * (1 + erf(x * SQRT_HALF)) + x * INV_SQRT_2PI * exp(-0.5 * x * x);
-    }
-    j->r[i] = j->a[i] * d;
-  }
-}
-
-raf_status raf_cpuref_gelu_grad(const raf_kernel *k) {
-  buffers b;
-  const double *in[2];
-  double *out[1];
-  if (!setup(k, &b, in, 2, out, false))
-    return RAF_ERROR;
-  elem_job j = {in[0], in[1], out[0],
-                strcmp(raf_stmt_attr_str(k->stmt, "approximate"), "tanh") ==
-                    0};
-  raf_kernel_parallel(k, k->out[0]->type->numel, CHUNK_WORK, gelu_grad_range,
-                      &j);
-  finish(k, &b, out);
-  return RAF_OK;
 }
 
 /* ---- softmax_grad, log_softmax_grad -------------------------------------- */

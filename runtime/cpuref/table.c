@@ -9,37 +9,17 @@
 
 const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_CONSTANT] = raf_cpuref_constant,
-    /* unary */
-    [RAF_OP_NEG] = raf_cpuref_unary,
-    [RAF_OP_ABS] = raf_cpuref_unary,
-    [RAF_OP_EXP] = raf_cpuref_unary,
-    [RAF_OP_LOG] = raf_cpuref_unary,
-    [RAF_OP_SQRT] = raf_cpuref_unary,
-    [RAF_OP_RSQRT] = raf_cpuref_unary,
-    [RAF_OP_TANH] = raf_cpuref_unary,
-    [RAF_OP_SIGMOID] = raf_cpuref_unary,
-    [RAF_OP_RELU] = raf_cpuref_unary,
-    [RAF_OP_ERF] = raf_cpuref_unary,
-    [RAF_OP_COS] = raf_cpuref_unary,
-    [RAF_OP_SIN] = raf_cpuref_unary,
-    [RAF_OP_GELU] = raf_cpuref_unary,
-    /* binary */
-    [RAF_OP_ADD] = raf_cpuref_binary,
-    [RAF_OP_SUB] = raf_cpuref_binary,
-    [RAF_OP_MUL] = raf_cpuref_binary,
-    [RAF_OP_DIV] = raf_cpuref_binary,
-    [RAF_OP_POW] = raf_cpuref_binary,
-    [RAF_OP_MAXIMUM] = raf_cpuref_binary,
-    [RAF_OP_MINIMUM] = raf_cpuref_binary,
-    [RAF_OP_EQ] = raf_cpuref_compare,
-    [RAF_OP_NE] = raf_cpuref_compare,
-    [RAF_OP_LT] = raf_cpuref_compare,
-    [RAF_OP_LE] = raf_cpuref_compare,
-    [RAF_OP_GT] = raf_cpuref_compare,
-    [RAF_OP_GE] = raf_cpuref_compare,
+    /* every formula of lang/scalar.def */
+#define UNARY(OP, f) [RAF_OP_##OP] = raf_cpuref_unary,
+#define BINARY(OP, f) [RAF_OP_##OP] = raf_cpuref_binary,
+#define COMPARE(OP, f) [RAF_OP_##OP] = raf_cpuref_compare,
+#define TEST(OP, f) [RAF_OP_##OP] = raf_cpuref_isfinite,
+#define BACKWARD(OP, f) [RAF_OP_##OP] = raf_cpuref_backward_elem,
+#define NO_FORMULA(OP, why)
+#include "lang/scalar.def"
+#include "lang/scalar_end.h"
     [RAF_OP_WHERE] = raf_cpuref_where,
     [RAF_OP_CAST] = raf_cpuref_cast,
-    [RAF_OP_ISFINITE] = raf_cpuref_isfinite,
     /* reductions */
     [RAF_OP_SUM] = raf_cpuref_reduce,
     [RAF_OP_MEAN] = raf_cpuref_reduce,
@@ -74,7 +54,6 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_ALL_GATHER] = raf_cpuref_collective,
     [RAF_OP_ALL_SLICE] = raf_cpuref_collective,
     /* backward operators (grad.c) */
-    [RAF_OP_GELU_GRAD] = raf_cpuref_gelu_grad,
     [RAF_OP_SOFTMAX_GRAD] = raf_cpuref_softmax_grad,
     [RAF_OP_LOG_SOFTMAX_GRAD] = raf_cpuref_softmax_grad,
     [RAF_OP_LAYER_NORM_GRAD] = raf_cpuref_layer_norm_grad,

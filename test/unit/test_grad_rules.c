@@ -30,8 +30,9 @@ int main(void) {
     backward += bw;
   }
   /* The backward operators of docs/LangRef.md. */
-  CHECK(backward == 13);
+  CHECK(backward == 14);
   CHECK(raf_op_is_backward(RAF_OP_GELU_GRAD));
+  CHECK(raf_op_is_backward(RAF_OP_SILU_GRAD));
   CHECK(raf_op_is_backward(RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD));
   CHECK(!raf_op_is_backward(RAF_OP_GELU));
   CHECK(!raf_grad_rule_for(RAF_OP_STOP_GRADIENT));

@@ -13,6 +13,10 @@
  *     "no lowering of OP for DTYPE", in the dtypes the op admits but the row
  *     does not. Every FUSED op needs a sample statement below: a new row
  *     without one fails, and so does a sample of an op with no row;
+ *   - lang/scalar.def against the fusion column: every elementwise op
+ *     (ELEMWISE, BROADCAST) has exactly one row, a formula or NO_FORMULA,
+ *     every row names such an op, and a formula row's kind has the op's
+ *     operand count;
  *   - the cost column: an op that says -1 (its work is not per element) is
  *     costed from its shapes by ir/cost.c; each needs a sample below, on
  *     which the model must give a positive figure;
@@ -91,6 +95,7 @@ static const sample samples[] = {
     {"cos", "%r = cos(%x)", "T[4,8]"},
     {"sin", "%r = sin(%x)", "T[4,8]"},
     {"gelu", "%r = gelu(%x)", "T[4,8]"},
+    {"silu", "%r = silu(%x)", "T[4,8]"},
     {"add", "%r = add(%x, %v)", "T[4,8]"},
     {"sub", "%r = sub(%x, %y)", "T[4,8]"},
     {"mul", "%r = mul(%x, %y)", "T[4,8]"},
@@ -120,6 +125,7 @@ static const sample samples[] = {
     {"cross_entropy", "%r = cross_entropy(%x, %l)", "T[]"},
     {"mse_loss", "%r = mse_loss(%x, %y)", "T[]"},
     {"gelu_grad", "%r = gelu_grad(%x, %y)", "T[4,8]"},
+    {"silu_grad", "%r = silu_grad(%x, %y)", "T[4,8]"},
     {"softmax_grad", "%r = softmax_grad(%x, %y)", "T[4,8]"},
     {"log_softmax_grad", "%r = log_softmax_grad(%x, %y)", "T[4,8]"},
     {"cross_entropy_grad", "%r = cross_entropy_grad(%d, %x, %l)", "T[4,8]"},
@@ -232,6 +238,59 @@ static void test_fused_rows(void) {
                 ok ? "lowers it" : "declines it");
         failures++;
       }
+    }
+  }
+}
+
+/* ---- lang/scalar.def ------------------------------------------------------ */
+
+typedef struct scalar_row {
+  raf_opcode op;
+  const char *kind;
+  int arity; /* of the formula's kind; -1 for NO_FORMULA */
+} scalar_row;
+
+static const scalar_row scalar_rows[] = {
+#define UNARY(OP, f) {RAF_OP_##OP, "UNARY", 1},
+#define BINARY(OP, f) {RAF_OP_##OP, "BINARY", 2},
+#define COMPARE(OP, f) {RAF_OP_##OP, "COMPARE", 2},
+#define TEST(OP, f) {RAF_OP_##OP, "TEST", 1},
+#define BACKWARD(OP, f) {RAF_OP_##OP, "BACKWARD", 2},
+#define NO_FORMULA(OP, why) {RAF_OP_##OP, "NO_FORMULA", -1},
+#include "lang/scalar.def"
+#include "lang/scalar_end.h"
+};
+#define NSCALAR (sizeof scalar_rows / sizeof scalar_rows[0])
+
+static bool elementwise(raf_opcode op) {
+  return raf_op_table[op].fusion == RAF_FUSE_ELEMWISE ||
+         raf_op_table[op].fusion == RAF_FUSE_BROADCAST;
+}
+
+static void test_scalar_rows(void) {
+  for (int op = 0; op < RAF_OP_COUNT; op++) {
+    int rows = 0;
+    for (size_t i = 0; i < NSCALAR; i++)
+      rows += scalar_rows[i].op == (raf_opcode)op;
+    if (elementwise((raf_opcode)op) && rows != 1) {
+      fprintf(stderr, "%s: elementwise, but %d rows in lang/scalar.def\n",
+              raf_op_table[op].name, rows);
+      failures++;
+    }
+  }
+  for (size_t i = 0; i < NSCALAR; i++) {
+    const scalar_row *r = &scalar_rows[i];
+    const raf_op_info *info = &raf_op_table[r->op];
+    if (!elementwise(r->op)) {
+      fprintf(stderr, "%s: a %s row in lang/scalar.def, but not elementwise "
+                      "in lang/ops.def\n", info->name, r->kind);
+      failures++;
+    }
+    if (r->arity >= 0 && (info->noperands != r->arity || info->nresults != 1)) {
+      fprintf(stderr, "%s: a %s row in lang/scalar.def, but %d operands and "
+                      "%d results\n", info->name, r->kind, info->noperands,
+              info->nresults);
+      failures++;
     }
   }
 }
@@ -351,6 +410,7 @@ static void test_pass_registry(void) {
 int main(void) {
   test_inplace_column();
   test_fused_rows();
+  test_scalar_rows();
   test_cost_column();
   test_pass_registry();
   if (failures)
