@@ -37,9 +37,8 @@ void raf_executor_options_init(raf_executor_options *o) {
 bool raf_module_marked_device(const raf_module *m, raf_device_kind *kind) {
   for (raf_func *f = m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next) {
-      const char *name = raf_stmt_attr_str(s, "dialect");
-      raf_dialect d;
-      if (name && raf_dialect_from_name(name, strlen(name), &d) &&
+      raf_dialect d = raf_stmt_dialect(s);
+      if (d != RAF_DIALECT_COUNT &&
           raf_device_kind_from_name(raf_dialect_get(d)->device, kind))
         return true;
     }
@@ -77,7 +76,7 @@ static size_t read_marks(const raf_module *m, const char **marks) {
   for (raf_func *f = m->first; f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next, n++)
       if (marks)
-        marks[n] = raf_stmt_attr_str(s, "dialect");
+        marks[n] = raf_stmt_dialect_name(s);
   return n;
 }
 
@@ -102,7 +101,7 @@ static raf_status dispatch(raf_executor *ex) {
   size_t i = 0;
   for (raf_func *f = ex->m->first; rc == RAF_OK && f; f = f->next)
     for (raf_stmt *s = f->first; s; s = s->next, i++) {
-      const char *now = raf_stmt_attr_str(s, "dialect");
+      const char *now = raf_stmt_dialect_name(s);
       if (before[i] && (!now || strcmp(now, before[i]) != 0))
         ex->replaced++;
     }
