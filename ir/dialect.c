@@ -84,3 +84,9 @@ raf_scratch raf_mem_scratch_of(const raf_stmt *s) {
   return d == RAF_DIALECT_COUNT ? raf_dialect_no_scratch(s)
                                 : traits[d]->scratch(s);
 }
+
+bool raf_mem_call_compiled(const raf_stmt *s) {
+  raf_dialect d = raf_stmt_dialect(s);
+  return s->op == RAF_OP_CALL && d != RAF_DIALECT_COUNT &&
+         raf_dialect_runs(d, s);
+}

@@ -127,6 +127,11 @@ bool raf_mem_call_inplace(const raf_func *callee, int arg, int result);
  * before it stores anything (codegen/lower.c). */
 bool raf_mem_compiled_call_inplace(const raf_func *callee, int arg,
                                    int result);
+/* Whether call s runs as one compiled kernel: its {dialect} mark, the
+ * dispatch pass's choice (which raf-run keeps), names a dialect whose
+ * traits run the call whole. A call without a mark runs statement by
+ * statement. ir/dialect.c. */
+bool raf_mem_call_compiled(const raf_stmt *s);
 /* Whether a call statement of f's module names f. */
 bool raf_mem_is_called(const raf_func *f);
 

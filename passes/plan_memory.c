@@ -28,8 +28,9 @@
  *  - the statement is a call of a {fused} function that permits it:
  *    raf_mem_call_inplace (the argument is read no later than the
  *    statement that makes the result, and by it only elementwise), and
- *    the operand is passed once; when a dialect compiles the callee (or
- *    dispatch may yet give it one), the callee must also be elementwise
+ *    the operand is passed once; when its {dialect} mark names a dialect
+ *    that compiles the call whole (raf_mem_call_compiled), the callee
+ *    must also be elementwise
  *    through and through (raf_mem_compiled_call_inplace), so that its
  *    kernel can be compiled with the two buffers as one (an AdamW update
  *    over its param and moments).
@@ -63,7 +64,10 @@
  * the others); {scratch = OFFSET} on statements with a scratch; {donated}
  * on results. An earlier plan is replaced.
  *
- * Requires: a verified module whose statements are in execution order;
+ * Requires: dispatch (passes.def's `requires`): the plan reads each
+ * statement's dialect from its mark, the decision raf-run keeps, and the
+ * pass manager runs dispatch{device=cpu} first on a module without marks.
+ * A verified module whose statements are in execution order;
  * run it last: a later pass that moves or merges statements makes the
  * plan stale, and the verifier then refuses it (run plan-memory again).
  * Preserves: everything but the plan attributes.
@@ -308,13 +312,11 @@ bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i) {
     return raf_mem_op_inplace(s, i);
   if (!raf_mem_call_inplace(s->callee, i, r))
     return false;
-  /* A call that a dialect compiles (or that dispatch may yet give one)
-   * runs in place only in the kernels the lowering can alias; another one
-   * would run statement by statement (exec.c), off its dialect's kernels. */
-  bool compiled = raf_attrs_find(&s->attrs, "dialect") != NULL;
-  for (int d = 0; d < RAF_DIALECT_COUNT; d++)
-    compiled |= raf_dialect_implements_call((raf_dialect)d, s->callee);
-  if (compiled && !raf_mem_compiled_call_inplace(s->callee, i, r))
+  /* A call that dispatch gave a compiling dialect runs in place only in
+   * the kernels the lowering can alias; another one runs statement by
+   * statement (exec.c), off its dialect's kernels. */
+  if (raf_mem_call_compiled(s) &&
+      !raf_mem_compiled_call_inplace(s->callee, i, r))
     return false;
   int uses = 0;
   for (int j = 0; j < s->noperands; j++)
