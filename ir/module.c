@@ -177,6 +177,9 @@ bool raf_stmt_attr_bool(const raf_stmt *s, const char *name) {
 }
 
 const char *raf_stmt_attr_str(const raf_stmt *s, const char *name) {
+  const raf_attr *a = raf_attrs_find(&s->attrs, name);
+  if (a && a->kind != RAF_ATTR_STRING)
+    return NULL; /* {dialect} is resolved to its enum: raf_stmt_dialect */
   raf_attr_value v = {{0}};
   return raf_stmt_attr(s, name, &v) ? v.u.s : NULL;
 }
