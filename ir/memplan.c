@@ -48,6 +48,7 @@ void raf_mem_free(raf_mem_plan *p) {
 raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
   memset(p, 0, sizeof *p);
   p->f = f;
+  p->dispatched = raf_mem_dispatched(f->module);
   raf_func_number(f);
   int n = 0, nvalues = f->nargs;
   raf_stmt *ret = raf_func_return(f);
@@ -608,8 +609,8 @@ raf_status raf_mem_verify_module(raf_ctx *ctx, raf_module *m) {
 /* Whether the executor runs the call at position k of p statement by
  * statement: it overwrites an operand in a way no compiled kernel can
  * (raf_mem_compiled_call_inplace), or its mark names no dialect that runs
- * it whole (raf_mem_call_compiled; an undispatched call counts as run
- * statement by statement). */
+ * it whole (raf_mem_call_compiled); in a module not yet dispatched, when
+ * no dialect could (raf_mem_call_compiled_estimate). */
 static bool interpreted(const raf_mem_plan *p, int k) {
   raf_stmt *s = p->stmt[k];
   if (s->op != RAF_OP_CALL)
@@ -619,7 +620,8 @@ static bool interpreted(const raf_mem_plan *p, int k) {
     if (i >= 0 && !raf_mem_compiled_call_inplace(s->callee, i, r))
       return true;
   }
-  return !raf_mem_call_compiled(s);
+  return p->dispatched ? !raf_mem_call_compiled(s)
+                       : !raf_mem_call_compiled_estimate(s);
 }
 
 /* The values f's forward makes (raf_func_forward) that a statement of its

@@ -29,8 +29,9 @@
  *    raf_mem_call_inplace (the argument is read no later than the
  *    statement that makes the result, and by it only elementwise), and
  *    the operand is passed once; when its {dialect} mark names a dialect
- *    that compiles the call whole (raf_mem_call_compiled), the callee
- *    must also be elementwise
+ *    that compiles the call whole (raf_mem_call_compiled; remat's model
+ *    of a module not yet dispatched asks raf_mem_call_compiled_estimate),
+ *    the callee must also be elementwise
  *    through and through (raf_mem_compiled_call_inplace), so that its
  *    kernel can be compiled with the two buffers as one (an AdamW update
  *    over its param and moments).
@@ -304,10 +305,11 @@ void raf_plan_memory_clear(raf_module *m, raf_func *f) {
 /* Whether result r of the statement at position k may overwrite operand
  * i (in place or by donation). */
 static bool may_overwrite(const raf_mem_plan *p, int k, int r, int i) {
-  return raf_plan_memory_may_overwrite(p->stmt[k], r, i);
+  return raf_plan_memory_may_overwrite(p->stmt[k], r, i, p->dispatched);
 }
 
-bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i) {
+bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i,
+                                   bool dispatched) {
   if (s->op != RAF_OP_CALL)
     return raf_mem_op_inplace(s, i);
   if (!raf_mem_call_inplace(s->callee, i, r))
@@ -315,8 +317,9 @@ bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i) {
   /* A call that dispatch gave a compiling dialect runs in place only in
    * the kernels the lowering can alias; another one runs statement by
    * statement (exec.c), off its dialect's kernels. */
-  if (raf_mem_call_compiled(s) &&
-      !raf_mem_compiled_call_inplace(s->callee, i, r))
+  bool compiled = dispatched ? raf_mem_call_compiled(s)
+                             : raf_mem_call_compiled_estimate(s);
+  if (compiled && !raf_mem_compiled_call_inplace(s->callee, i, r))
     return false;
   int uses = 0;
   for (int j = 0; j < s->noperands; j++)
