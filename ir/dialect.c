@@ -84,3 +84,26 @@ raf_scratch raf_mem_scratch_of(const raf_stmt *s) {
   return d == RAF_DIALECT_COUNT ? raf_dialect_no_scratch(s)
                                 : traits[d]->scratch(s);
 }
+
+bool raf_mem_call_compiled(const raf_stmt *s) {
+  raf_dialect d = raf_stmt_dialect(s);
+  return s->op == RAF_OP_CALL && d != RAF_DIALECT_COUNT &&
+         raf_dialect_runs(d, s);
+}
+
+bool raf_mem_call_compiled_estimate(const raf_stmt *s) {
+  if (s->op != RAF_OP_CALL || raf_stmt_dialect(s) != RAF_DIALECT_COUNT)
+    return raf_mem_call_compiled(s);
+  for (int d = 0; d < RAF_DIALECT_COUNT; d++)
+    if (raf_dialect_runs((raf_dialect)d, s))
+      return true;
+  return false;
+}
+
+bool raf_mem_dispatched(const raf_module *m) {
+  for (const raf_func *f = m->first; f; f = f->next)
+    for (const raf_stmt *s = f->first; s; s = s->next)
+      if (raf_stmt_dialect(s) != RAF_DIALECT_COUNT)
+        return true;
+  return false;
+}

@@ -48,6 +48,7 @@ void raf_mem_free(raf_mem_plan *p) {
 raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
   memset(p, 0, sizeof *p);
   p->f = f;
+  p->dispatched = raf_mem_dispatched(f->module);
   raf_func_number(f);
   int n = 0, nvalues = f->nargs;
   raf_stmt *ret = raf_func_return(f);
@@ -598,21 +599,12 @@ raf_status raf_mem_verify_module(raf_ctx *ctx, raf_module *m) {
 
 /* ---- Statistics ---------------------------------------------------------- */
 
-/* Whether some statement of m carries a dialect: m went through dispatch. */
-static bool dispatched(const raf_module *m) {
-  for (raf_func *g = m->first; g; g = g->next)
-    for (raf_stmt *s = g->first; s; s = s->next)
-      if (raf_attrs_find(&s->attrs, "dialect"))
-        return true;
-  return false;
-}
-
 /* Whether the executor runs the call at position k of p statement by
  * statement: it overwrites an operand in a way no compiled kernel can
- * (raf_mem_compiled_call_inplace), or it has no dialect, and either the
- * module was dispatched or no dialect compiles its callee (else raf-run's
- * dispatch, with every dialect enabled, will give it one). */
-static bool interpreted(const raf_mem_plan *p, int k, bool was_dispatched) {
+ * (raf_mem_compiled_call_inplace), or its mark names no dialect that runs
+ * it whole (raf_mem_call_compiled); in a module not yet dispatched, when
+ * no dialect could (raf_mem_call_compiled_estimate). */
+static bool interpreted(const raf_mem_plan *p, int k) {
   raf_stmt *s = p->stmt[k];
   if (s->op != RAF_OP_CALL)
     return false;
@@ -621,12 +613,8 @@ static bool interpreted(const raf_mem_plan *p, int k, bool was_dispatched) {
     if (i >= 0 && !raf_mem_compiled_call_inplace(s->callee, i, r))
       return true;
   }
-  if (raf_attrs_find(&s->attrs, "dialect"))
-    return false;
-  for (int d = 0; !was_dispatched && d < RAF_DIALECT_COUNT; d++)
-    if (raf_dialect_implements_call((raf_dialect)d, s->callee))
-      return false;
-  return true;
+  return p->dispatched ? !raf_mem_call_compiled(s)
+                       : !raf_mem_call_compiled_estimate(s);
 }
 
 /* The values f's forward makes (raf_func_forward) that a statement of its
@@ -706,7 +694,6 @@ raf_status raf_mem_stats_of(raf_func *f, raf_memory_stats *out) {
   for (int id = f->nargs; id < p.nvalues; id++)
     if (p.v[id].returned < 0)
       dies[p.v[id].last] += p.v[id].bytes;
-  bool was_dispatched = dispatched(f->module);
   for (int k = 0; k < p.nstmts; k++) {
     raf_stmt *s = p.stmt[k];
     int64_t made = 0;
@@ -716,7 +703,7 @@ raf_status raf_mem_stats_of(raf_func *f, raf_memory_stats *out) {
       if (p.v[p.first[k] + r].kind == RAF_MEM_RESULT)
         own += p.v[p.first[k] + r].bytes;
     raf_memory_stats cs;
-    if (interpreted(&p, k, was_dispatched) &&
+    if (interpreted(&p, k) &&
         raf_mem_stats_of(s->callee, &cs) == RAF_OK) {
       /* What the call adds while it runs: the callee's arena and its own
        * calls' when planned; else what it allocates, its results included

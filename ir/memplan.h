@@ -66,6 +66,10 @@ typedef struct raf_mem_value {
 typedef struct raf_mem_plan {
   raf_func *f;
   bool planned; /* f has {arena}; the places below are the plan's */
+  /* f's module carries dispatch marks (raf_mem_dispatched): its calls are
+   * compiled as their marks say, not as raf_mem_call_compiled_estimate
+   * guesses. */
+  bool dispatched;
   int64_t arena;
   int nstmts;      /* statements before the return */
   raf_stmt **stmt; /* by position */
@@ -127,6 +131,19 @@ bool raf_mem_call_inplace(const raf_func *callee, int arg, int result);
  * before it stores anything (codegen/lower.c). */
 bool raf_mem_compiled_call_inplace(const raf_func *callee, int arg,
                                    int result);
+/* Whether call s runs as one compiled kernel: its {dialect} mark, the
+ * dispatch pass's choice (which raf-run keeps), names a dialect whose
+ * traits run the call whole. A call without a mark runs statement by
+ * statement. ir/dialect.c. */
+bool raf_mem_call_compiled(const raf_stmt *s);
+/* The estimate for a module dispatch has not reached, which raf-run will
+ * dispatch with every dialect of the device (remat's peak model, --stats
+ * before dispatch): a marked call as its mark says, another one compiled
+ * when some dialect's traits run it whole. plan-memory never needs it: it
+ * requires dispatch (passes.def). ir/dialect.c. */
+bool raf_mem_call_compiled_estimate(const raf_stmt *s);
+/* Whether a statement of m carries a dispatch mark ({dialect}). */
+bool raf_mem_dispatched(const raf_module *m);
 /* Whether a call statement of f's module names f. */
 bool raf_mem_is_called(const raf_func *f);
 

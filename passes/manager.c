@@ -7,7 +7,12 @@
  * the order constraints of passes.def: a pipeline that runs a pass after
  * one it must precede is refused before anything runs, and a pass is
  * refused a module that such a pass has already marked, so that the error
- * names the order, not a symptom two passes later.
+ * names the order, not a symptom two passes later. A pass that requires
+ * another (passes.def's `requires`: plan-memory, dispatch) gets it run
+ * first when neither the pipeline nor the module's marks show it has run,
+ * as LLVM's pass manager schedules a pass's requirements: pipelines
+ * written before the requirement keep working, and a note names the pass
+ * added and its options, for a pipeline that wants others to say so.
  */
 #include "passes/pass.h"
 
@@ -37,16 +42,16 @@ typedef struct pass_entry {
 } pass_entry;
 
 static const pass_entry registry[] = {
-#define PASS(id, name, summary, options, after, before, mark)                  \
-  {{name, summary, after, before}, raf_pass_##id, options, mark},
+#define PASS(id, name, summary, options, after, before, requires, mark)        \
+  {{name, summary, after, before, requires}, raf_pass_##id, options, mark},
 #include "passes/passes.def"
 #undef PASS
 };
 #define NPASSES (sizeof registry / sizeof registry[0])
 
 static const raf_pass_info infos[] = {
-#define PASS(id, name, summary, options, after, before, mark)                  \
-  {name, summary, after, before},
+#define PASS(id, name, summary, options, after, before, requires, mark)        \
+  {name, summary, after, before, requires},
 #include "passes/passes.def"
 #undef PASS
 };
@@ -330,18 +335,19 @@ raf_status raf_pipeline_parse(raf_pipeline *p, const char *text) {
   }
 }
 
-raf_status raf_pipeline_check(raf_pipeline *p) {
-  for (size_t i = 0; i < p->n; i++)
-    for (size_t j = i + 1; j < p->n; j++) {
-      const raf_pass_info *a = &p->stages[i].pass->info,
-                          *b = &p->stages[j].pass->info;
+/* Checks the order of n stages against `after` and `before`. */
+static raf_status check_order(raf_ctx *ctx, const stage *stages, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      const raf_pass_info *a = &stages[i].pass->info,
+                          *b = &stages[j].pass->info;
       const char *must = NULL, *other = NULL, *how = NULL;
       if (list_has(a->after, b->name))
         must = a->name, other = b->name, how = "after";
       else if (list_has(b->before, a->name))
         must = b->name, other = a->name, how = "before";
       if (must) {
-        raf_diag_report(p->ctx, noloc(), RAF_SEV_ERROR,
+        raf_diag_report(ctx, noloc(), RAF_SEV_ERROR,
                         "pipeline: pass '%s' must run %s '%s' (passes %zu "
                         "and %zu of the pipeline are the other way round)",
                         must, how, other, i + 1, j + 1);
@@ -351,33 +357,121 @@ raf_status raf_pipeline_check(raf_pipeline *p) {
   return RAF_OK;
 }
 
+raf_status raf_pipeline_check(raf_pipeline *p) {
+  return check_order(p->ctx, p->stages, p->n);
+}
+
+/* Whether m carries q's mark; then *func gets the function that does and,
+ * for a statement's mark, *stmt the statement. */
+static bool find_mark(const pass_entry *q, const raf_module *m,
+                      const raf_func **func, const raf_stmt **stmt) {
+  for (const raf_func *f = m->first; q->mark != MARK_NONE && f; f = f->next) {
+    const raf_stmt *s = NULL;
+    if (q->mark == MARK_STMT)
+      for (s = f->first; s && !raf_attrs_find(&s->attrs, q->mark_attr);)
+        s = s->next;
+    if (q->mark == MARK_STMT ? s != NULL
+                             : raf_attrs_find(&f->attrs, q->mark_attr) != NULL) {
+      *func = f;
+      *stmt = s;
+      return true;
+    }
+  }
+  return false;
+}
+
 /* Refuses to run pass e on m when a pass that e must precede has left its
  * mark there (a module planned by an earlier raf-opt, say). */
 static raf_status check_marks(raf_ctx *ctx, const pass_entry *e,
                               const raf_module *m) {
   for (size_t k = 0; k < NPASSES; k++) {
     const pass_entry *q = &registry[k];
-    if (q->mark == MARK_NONE || !list_has(e->info.before, q->info.name))
+    const raf_func *f;
+    const raf_stmt *s;
+    if (!list_has(e->info.before, q->info.name) || !find_mark(q, m, &f, &s))
       continue;
-    for (const raf_func *f = m->first; f; f = f->next) {
-      const raf_stmt *s = f->first;
-      bool marked = q->mark == MARK_FUNC &&
-                    raf_attrs_find(&f->attrs, q->mark_attr) != NULL;
-      while (q->mark == MARK_STMT && s &&
-             !raf_attrs_find(&s->attrs, q->mark_attr))
-        s = s->next;
-      marked |= q->mark == MARK_STMT && s;
-      if (!marked)
-        continue;
-      raf_diag_report(ctx, q->mark == MARK_STMT ? s->loc : f->loc,
-                      RAF_SEV_ERROR,
-                      "pass '%s' must run before '%s', but @%s has been "
-                      "through it (it has {%s})",
-                      e->info.name, q->info.name, f->name, q->mark_attr);
-      return RAF_ERROR;
-    }
+    raf_diag_report(ctx, s ? s->loc : f->loc, RAF_SEV_ERROR,
+                    "pass '%s' must run before '%s', but @%s has been "
+                    "through it (it has {%s})",
+                    e->info.name, q->info.name, f->name, q->mark_attr);
+    return RAF_ERROR;
   }
   return RAF_OK;
+}
+
+/* ---- Requirements --------------------------------------------------------- */
+
+/* The options a stage of e runs with when given none, as "key=value"
+ * separated by spaces (an optional option, which has no default, is left
+ * out), into buf. */
+static void default_options(const pass_entry *e, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < e->nspecs && n < size; i++) {
+    const raf_attr_spec *s = &e->specs[i];
+    if (s->flags)
+      continue;
+    const char *sep = n ? " " : "";
+    switch (s->kind) {
+    case RAF_ATTR_INT:
+      n += (size_t)snprintf(buf + n, size - n, "%s%s=%lld", sep, s->name,
+                            (long long)s->def.u.i);
+      break;
+    case RAF_ATTR_FLOAT:
+      n += (size_t)snprintf(buf + n, size - n, "%s%s=%g", sep, s->name,
+                            s->def.u.f);
+      break;
+    case RAF_ATTR_BOOL:
+      n += (size_t)snprintf(buf + n, size - n, "%s%s=%s", sep, s->name,
+                            s->def.u.b ? "true" : "false");
+      break;
+    default:
+      n += (size_t)snprintf(buf + n, size - n, "%s%s=%s", sep, s->name,
+                            s->def.u.s ? s->def.u.s : "");
+      break;
+    }
+  }
+}
+
+/* The stages a run makes on m, being built: p's, with what they require. */
+typedef struct schedule {
+  stage *stages;
+  size_t n;
+} schedule;
+
+/* Whether q has run before the stages scheduled so far end: one of them
+ * is q, or m came with q's mark. */
+static bool has_run(const schedule *sc, const pass_entry *q,
+                    const raf_module *m) {
+  const raf_func *f;
+  const raf_stmt *s;
+  for (size_t i = 0; i < sc->n; i++)
+    if (sc->stages[i].pass == q)
+      return true;
+  return find_mark(q, m, &f, &s);
+}
+
+/* Appends stage sg to sc, preceded by each pass it requires that has not
+ * run, itself with its own requirements, with its default options and a
+ * note. The registry puts a required pass before the passes that require
+ * it (test_registry checks it), so the recursion ends. */
+static void schedule_stage(raf_ctx *ctx, schedule *sc, const stage *sg,
+                           const raf_module *m) {
+  const char *list = sg->pass->info.required;
+  for (size_t k = 0; k < NPASSES && *list; k++) {
+    const pass_entry *q = &registry[k];
+    if (!list_has(list, q->info.name) || has_run(sc, q, m))
+      continue;
+    char opts[256];
+    default_options(q, opts, sizeof opts);
+    raf_diag_report(ctx, noloc(), RAF_SEV_NOTE,
+                    "%s requires %s; running %s%s%s%s first",
+                    sg->pass->info.name, q->info.name, q->info.name,
+                    *opts ? " (" : "", opts, *opts ? ")" : "");
+    stage added = {q, {NULL, 0}};
+    schedule_stage(ctx, sc, &added, m);
+  }
+  sc->stages[sc->n++] = *sg;
 }
 
 static double now_seconds(void) {
@@ -393,6 +487,28 @@ static void dump(const raf_pipeline_options *o, const char *when,
   fputc('\n', o->report);
 }
 
+static void report_times(const raf_pipeline_options *opt, const schedule *sc,
+                         const double *times, double verify_time) {
+  double total = verify_time;
+  for (size_t i = 0; i < sc->n; i++)
+    total += times[i];
+  fprintf(opt->report,
+          "===-------------------------------------------------------===\n"
+          "                   ... Pass execution timing report ...\n"
+          "===-------------------------------------------------------===\n"
+          "  Total Execution Time: %.4f seconds\n\n"
+          "  ----Wall Time----  ----Name----\n",
+          total);
+  for (size_t i = 0; i < sc->n; i++)
+    fprintf(opt->report, "  %8.4f (%5.1f%%)  %s\n", times[i],
+            total > 0 ? 100 * times[i] / total : 0.0,
+            sc->stages[i].pass->info.name);
+  if (opt->verify_each)
+    fprintf(opt->report, "  %8.4f (%5.1f%%)  (verifier)\n", verify_time,
+            total > 0 ? 100 * verify_time / total : 0.0);
+  fprintf(opt->report, "  %8.4f (100.0%%)  Total\n", total);
+}
+
 raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
                             const raf_pipeline_options *opt) {
   raf_pipeline_options defaults;
@@ -402,13 +518,20 @@ raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
   }
   if (raf_pipeline_check(p) != RAF_OK)
     return RAF_ERROR;
-  double *times = calloc(p->n ? p->n : 1, sizeof *times);
-  if (!times)
+  /* Each pass is added for a requirement at most once: it has run after. */
+  schedule sc = {calloc(p->n + NPASSES, sizeof *sc.stages), 0};
+  double *times = calloc(p->n + NPASSES, sizeof *times);
+  if (!sc.stages || !times) {
+    free(sc.stages);
+    free(times);
     return RAF_ERROR;
+  }
+  for (size_t i = 0; i < p->n; i++)
+    schedule_stage(p->ctx, &sc, &p->stages[i], m);
   double verify_time = 0;
-  raf_status st = RAF_OK;
-  for (size_t i = 0; i < p->n && st == RAF_OK; i++) {
-    const stage *sg = &p->stages[i];
+  raf_status st = check_order(p->ctx, sc.stages, sc.n);
+  for (size_t i = 0; i < sc.n && st == RAF_OK; i++) {
+    const stage *sg = &sc.stages[i];
     const char *name = sg->pass->info.name;
     if (opt->bisect_limit >= 0) {
       bool run = (int)i + 1 <= opt->bisect_limit;
@@ -441,27 +564,10 @@ raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
       verify_time += now_seconds() - t0;
     }
   }
-  if (opt->time_passes) {
-    double total = verify_time;
-    for (size_t i = 0; i < p->n; i++)
-      total += times[i];
-    fprintf(opt->report,
-            "===-------------------------------------------------------===\n"
-            "                   ... Pass execution timing report ...\n"
-            "===-------------------------------------------------------===\n"
-            "  Total Execution Time: %.4f seconds\n\n"
-            "  ----Wall Time----  ----Name----\n",
-            total);
-    for (size_t i = 0; i < p->n; i++)
-      fprintf(opt->report, "  %8.4f (%5.1f%%)  %s\n", times[i],
-              total > 0 ? 100 * times[i] / total : 0.0,
-              p->stages[i].pass->info.name);
-    if (opt->verify_each)
-      fprintf(opt->report, "  %8.4f (%5.1f%%)  (verifier)\n", verify_time,
-              total > 0 ? 100 * verify_time / total : 0.0);
-    fprintf(opt->report, "  %8.4f (100.0%%)  Total\n", total);
-  }
+  if (opt->time_passes)
+    report_times(opt, &sc, times, verify_time);
   free(times);
+  free(sc.stages);
   return st;
 }
 

@@ -45,8 +45,11 @@ raf_status raf_plan_memory_func(raf_module *m, raf_func *f, bool inplace,
 void raf_plan_memory_clear(raf_module *m, raf_func *f);
 int64_t raf_plan_memory_padded(int64_t bytes);
 /* Whether result r of s may overwrite operand i (in place, when s is that
- * operand's last reader), as the plan decides it. */
-bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i);
+ * operand's last reader), as the plan decides it: by s's dispatch mark in
+ * a dispatched module (raf_mem_dispatched), else by the estimate of
+ * raf_mem_call_compiled_estimate. */
+bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i,
+                                   bool dispatched);
 
 #define PASS(id, ...) \
   raf_status raf_pass_##id(raf_module *m, const raf_pass_args *args);

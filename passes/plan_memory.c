@@ -28,8 +28,10 @@
  *  - the statement is a call of a {fused} function that permits it:
  *    raf_mem_call_inplace (the argument is read no later than the
  *    statement that makes the result, and by it only elementwise), and
- *    the operand is passed once; when a dialect compiles the callee (or
- *    dispatch may yet give it one), the callee must also be elementwise
+ *    the operand is passed once; when its {dialect} mark names a dialect
+ *    that compiles the call whole (raf_mem_call_compiled; remat's model
+ *    of a module not yet dispatched asks raf_mem_call_compiled_estimate),
+ *    the callee must also be elementwise
  *    through and through (raf_mem_compiled_call_inplace), so that its
  *    kernel can be compiled with the two buffers as one (an AdamW update
  *    over its param and moments).
@@ -63,7 +65,10 @@
  * the others); {scratch = OFFSET} on statements with a scratch; {donated}
  * on results. An earlier plan is replaced.
  *
- * Requires: a verified module whose statements are in execution order;
+ * Requires: dispatch (passes.def's `requires`): the plan reads each
+ * statement's dialect from its mark, the decision raf-run keeps, and the
+ * pass manager runs dispatch{device=cpu} first on a module without marks.
+ * A verified module whose statements are in execution order;
  * run it last: a later pass that moves or merges statements makes the
  * plan stale, and the verifier then refuses it (run plan-memory again).
  * Preserves: everything but the plan attributes.
@@ -300,20 +305,20 @@ void raf_plan_memory_clear(raf_module *m, raf_func *f) {
 /* Whether result r of the statement at position k may overwrite operand
  * i (in place or by donation). */
 static bool may_overwrite(const raf_mem_plan *p, int k, int r, int i) {
-  return raf_plan_memory_may_overwrite(p->stmt[k], r, i);
+  return raf_plan_memory_may_overwrite(p->stmt[k], r, i, p->dispatched);
 }
 
-bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i) {
+bool raf_plan_memory_may_overwrite(const raf_stmt *s, int r, int i,
+                                   bool dispatched) {
   if (s->op != RAF_OP_CALL)
     return raf_mem_op_inplace(s, i);
   if (!raf_mem_call_inplace(s->callee, i, r))
     return false;
-  /* A call that a dialect compiles (or that dispatch may yet give one)
-   * runs in place only in the kernels the lowering can alias; another one
-   * would run statement by statement (exec.c), off its dialect's kernels. */
-  bool compiled = raf_attrs_find(&s->attrs, "dialect") != NULL;
-  for (int d = 0; d < RAF_DIALECT_COUNT; d++)
-    compiled |= raf_dialect_implements_call((raf_dialect)d, s->callee);
+  /* A call that dispatch gave a compiling dialect runs in place only in
+   * the kernels the lowering can alias; another one runs statement by
+   * statement (exec.c), off its dialect's kernels. */
+  bool compiled = dispatched ? raf_mem_call_compiled(s)
+                             : raf_mem_call_compiled_estimate(s);
   if (compiled && !raf_mem_compiled_call_inplace(s->callee, i, r))
     return false;
   int uses = 0;

@@ -195,6 +195,7 @@ raf_status raf_remat_graph_build(raf_func *f, raf_remat_fn *G) {
   memset(G, 0, sizeof *G);
   raf_func_number(f);
   raf_stmt *ret = raf_func_return(f);
+  bool dispatched = raf_mem_dispatched(f->module);
   int n = 0, edges = 0, nout = 0, slots = 0;
   for (raf_stmt *s = f->first; s && s != ret; s = s->next) {
     n++;
@@ -247,7 +248,7 @@ raf_status raf_remat_graph_build(raf_func *f, raf_remat_fn *G) {
       g->out_share[o] = -1;
       for (int i = 0; i < s->noperands && g->out_share[o] < 0; i++) {
         int64_t in = out_id(G, s->operands[i].value);
-        if (in >= 0 && raf_plan_memory_may_overwrite(s, r, i))
+        if (in >= 0 && raf_plan_memory_may_overwrite(s, r, i, dispatched))
           g->out_share[o] = (int)in;
       }
       g->out_bytes[o] =

@@ -146,6 +146,9 @@ typedef struct raf_pass_info {
   const char *summary;
   const char *after;  /* "a,b": passes it must follow in a pipeline, or "" */
   const char *before; /* "a,b": passes it must precede in a pipeline, or "" */
+  /* "a,b": passes that must have run before it (earlier in the pipeline,
+   * or their mark on the module; else the manager runs them first), or "" */
+  const char *required;
 } raf_pass_info;
 
 /* The registered passes, in registry order; *count receives their number. */
@@ -186,9 +189,12 @@ size_t raf_pipeline_length(const raf_pipeline *p);
  * naming both passes, and returns RAF_ERROR. raf_pipeline_run checks it
  * before running anything. */
 raf_status raf_pipeline_check(raf_pipeline *p);
-/* Runs the passes in order on m. Stops at the first failing pass, and
- * refuses (before running it) a pass whose `before` names a pass that has
- * left its mark on m (a planned function, for every pass that must run
+/* Runs the passes in order on m. A pass whose `required` names a pass
+ * that neither runs earlier in p nor has left its mark on m gets that pass
+ * run first, with its default options, and a note that says so (the
+ * dispatch that plan-memory requires). Stops at the first failing pass,
+ * and refuses (before running it) a pass whose `before` names a pass that
+ * has left its mark on m (a planned function, for every pass that must run
  * before plan-memory). */
 raf_status raf_pipeline_run(raf_pipeline *p, raf_module *m,
                             const raf_pipeline_options *o);

@@ -4,7 +4,7 @@
 1. docs/raf-opt.md's pass table against passes/passes.def: one row per
    registered pass, in registry order, each listing the pass's options
    (every `key` of its OPTS) and its order constraints exactly as the
-   registry states them ("after `a`; before `b`, `c`").
+   registry states them ("after `a`; before `b`, `c`; requires `d`").
 2. Every option of a tool's flags.def (raf-opt/flags.def,
    raf-run/flags.def) is documented in its page (docs/raf-opt.md,
    docs/raf-run.md) as `--NAME`, and the page names no `--NAME`
@@ -30,7 +30,8 @@ SKIP_FILES = {os.path.join("raf-import", "onnx.proto"),
 
 
 def registry(root):
-    """The PASS rows of passes.def: (name, [option keys], after, before)."""
+    """The PASS rows of passes.def: (name, [option keys], after, before,
+    requires)."""
     text = open(os.path.join(root, "passes", "passes.def")).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     rows = []
@@ -38,19 +39,22 @@ def registry(root):
         body = m.group(1)
         name = re.match(r"\s*\w+\s*,\s*\"([^\"]+)\"", body).group(1)
         keys = re.findall(r"A_\w+\(\"([^\"]+)\"", body)
-        # The last three arguments: after, before, mark.
+        # The last four arguments: after, before, requires, mark.
         tail = re.search(r"\"([^\"]*)\"\s*,\s*\"([^\"]*)\"\s*,\s*"
+                         r"\"([^\"]*)\"\s*,\s*"
                          r"(NOMARK|FUNC_ATTR\(\"[^\"]*\"\)|STMT_ATTR\(\"[^\"]*\"\))\s*$",
                          body.strip())
         if not tail:
             sys.exit("check_docs: cannot read the PASS row of %s" % name)
-        rows.append((name, keys, tail.group(1), tail.group(2)))
+        rows.append((name, keys, tail.group(1), tail.group(2),
+                     tail.group(3)))
     return rows
 
 
-def order_text(after, before):
+def order_text(after, before, requires):
     parts = []
-    for word, lst in (("after", after), ("before", before)):
+    for word, lst in (("after", after), ("before", before),
+                      ("requires", requires)):
         if lst:
             parts.append(word + " " + ", ".join("`%s`" % n for n in lst.split(",")))
     return "; ".join(parts)
@@ -72,7 +76,7 @@ def check_pass_table(root, problems):
                         "registers %s, in that order" %
                         ([t[0] for t in table], names))
     rows = {t[0]: t for t in table}
-    for name, keys, after, before in passes:
+    for name, keys, after, before, requires in passes:
         if name not in rows:
             continue
         _, options, order = rows[name]
@@ -80,7 +84,7 @@ def check_pass_table(root, problems):
             if not re.search(r"`%s(=|`)" % re.escape(k), options):
                 problems.append("docs/raf-opt.md: pass %s: option %s is not in "
                                 "its row" % (name, k))
-        want = order_text(after, before)
+        want = order_text(after, before, requires)
         if order != want:
             problems.append("docs/raf-opt.md: pass %s: the order column says "
                             "'%s'; passes.def says '%s'" % (name, order, want))
@@ -99,7 +103,7 @@ def check_flags(root, tool, problems):
     flags = re.findall(r'^FLAG\(\w+, "([\w-]+)"', text, re.M)
     doc_path = os.path.join(root, "docs", tool + ".md")
     doc = open(doc_path).read()
-    passes = {name for name, _, _, _ in registry(root)}
+    passes = {row[0] for row in registry(root)}
     if tool in SCRIPTS_IN_PAGE:  # its options are the script's, not the tool's
         script = open(os.path.join(root, SCRIPTS_IN_PAGE[tool])).read()
         passes |= set(re.findall(r'"--([\w-]+)"', script))

@@ -20,9 +20,13 @@
  *   - the cost column: an op that says -1 (its work is not per element) is
  *     costed from its shapes by ir/cost.c; each needs a sample below, on
  *     which the model must give a positive figure;
- *   - passes/passes.def: every pass its `after` and `before` name is
- *     registered, the registry order keeps every constraint (the fuzzer
- *     runs it), and each constraint turned round is refused.
+ *   - passes/passes.def: every pass its `after`, `before` and `requires`
+ *     name is registered, the registry order keeps every constraint (the
+ *     fuzzer runs it) and puts a required pass before the passes that
+ *     require it, and each constraint turned round is refused;
+ *   - `requires`: plan-memory on a module without dispatch marks gets
+ *     dispatch run first, with a note, and the same plan as
+ *     dispatch,plan-memory; on a dispatched module it gets neither.
  */
 #include "codegen/codegen.h"
 #include "codegen/plan.h"
@@ -387,6 +391,25 @@ static void check_list(const char *pass, const char *list, bool name_first) {
   }
 }
 
+/* Checks that every pass the `requires` of passes[i] names is registered
+ * before it. */
+static void check_required(const raf_pass_info *passes, size_t i) {
+  for (const char *s = passes[i].required; *s;) {
+    const char *end = strchr(s, ',');
+    size_t len = end ? (size_t)(end - s) : strlen(s);
+    size_t k = 0;
+    while (k < i && (strlen(passes[k].name) != len ||
+                     strncmp(passes[k].name, s, len) != 0))
+      k++;
+    if (k == i) {
+      fprintf(stderr, "pass %s requires '%.*s', which is not registered "
+                      "before it\n", passes[i].name, (int)len, s);
+      failures++;
+    }
+    s += len + (end != NULL);
+  }
+}
+
 static void test_pass_registry(void) {
   size_t n;
   const raf_pass_info *passes = raf_pass_list(&n);
@@ -397,6 +420,9 @@ static void test_pass_registry(void) {
     /* after: running the other one later is refused; before: earlier. */
     check_list(passes[i].name, passes[i].after, false);
     check_list(passes[i].name, passes[i].before, true);
+    check_required(passes, i);
+    if (strcmp(passes[i].name, "plan-memory") == 0)
+      CHECK(strcmp(passes[i].required, "dispatch") == 0);
   }
   if (raf_pipeline_check(all) != RAF_OK) {
     fprintf(stderr, "the registry order is not a valid pipeline:\n");
@@ -407,12 +433,83 @@ static void test_pass_registry(void) {
   raf_ctx_destroy(ctx);
 }
 
+/* ---- requires ------------------------------------------------------------ */
+
+/* A fused call the llvm dialect compiles once dispatched, between
+ * statements the plan may run in place. */
+static const char requires_text[] =
+    "func @fused_0(%a: f32[4], %s: f32[1]) -> f32[4] {fused} {\n"
+    "  %e = exp(%a)\n"
+    "  %m = mul(%e, %s)\n"
+    "  return %m\n"
+    "}\n"
+    "func @f(%x: f32[4], %s: f32[1]) -> f32[4] {\n"
+    "  %a = neg(%x)\n"
+    "  %b = call @fused_0(%a, %s)\n"
+    "  %c = exp(%b)\n"
+    "  return %c\n"
+    "}\n";
+
+/* Runs pipeline text on a fresh parse of src; returns the module printed
+ * and the number of notes that say "requires" in *notes. */
+static char *run_printed(const char *pipeline, const char *src, int *notes) {
+  raf_ctx *ctx = raf_ctx_create();
+  raf_module *m = raf_parse_module(ctx, "requires.raf", src, strlen(src), 1);
+  raf_pipeline *p = raf_pipeline_create(ctx);
+  CHECK(m && raf_pipeline_parse(p, pipeline) == RAF_OK);
+  CHECK(m && raf_pipeline_run(p, m, NULL) == RAF_OK);
+  *notes = 0;
+  for (size_t i = 0; i < raf_diag_count(ctx); i++) {
+    raf_severity sev;
+    const char *msg;
+    raf_loc loc;
+    raf_diag_get(ctx, i, &loc, &sev, &msg);
+    if (sev == RAF_SEV_NOTE &&
+        strcmp(msg, "plan-memory requires dispatch; running dispatch "
+                    "(device=cpu) first") == 0)
+      (*notes)++;
+    else {
+      fprintf(stderr, "%s: unexpected diagnostic: %s\n", pipeline, msg);
+      failures++;
+    }
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  if (m && out)
+    raf_print_module(m, out, 0);
+  if (out)
+    fclose(out);
+  raf_pipeline_destroy(p);
+  raf_module_destroy(m);
+  raf_ctx_destroy(ctx);
+  return text;
+}
+
+static void test_requires(void) {
+  int notes;
+  char *added = run_printed("plan-memory", requires_text, &notes);
+  CHECK(notes == 1);
+  char *written = run_printed("dispatch,plan-memory", requires_text, &notes);
+  CHECK(notes == 0);
+  CHECK(added && written && strcmp(added, written) == 0);
+  CHECK(added && strstr(added, "dialect = \"llvm\""));
+  /* Dispatched already: the marks say so, and nothing is added. */
+  char *again = added ? run_printed("plan-memory", added, &notes) : NULL;
+  CHECK(notes == 0);
+  CHECK(again && strcmp(again, added) == 0);
+  free(added);
+  free(written);
+  free(again);
+}
+
 int main(void) {
   test_inplace_column();
   test_fused_rows();
   test_scalar_rows();
   test_cost_column();
   test_pass_registry();
+  test_requires();
   if (failures)
     fprintf(stderr, "test_registry: %d failures\n", failures);
   return failures != 0;
