@@ -87,6 +87,15 @@ typedef enum raf_dialect {
    (1u << RAF_U8))
 #define RAF_DTYPES_ANY (RAF_DTYPES_NUMBERS | (1u << RAF_BOOL))
 
+/* Each op's mask, lang/ops.def's dtypes column, as a constant for tables
+ * built at compile time: RAF_OP_DTYPES_ADD is RAF_DTYPES_NUMBERS. */
+enum {
+#define OP(e, name, nop, nres, attrs, infer, dtypes, ...)                      \
+  RAF_OP_DTYPES_##e = RAF_DTYPES_##dtypes,
+#include "lang/ops.def"
+#undef OP
+};
+
 /* An attribute value. Which member is live follows the attribute's kind.
  * Pointers point into the owning module's arena (or static storage for the
  * schema defaults). */
