@@ -7,8 +7,8 @@
  * tanh_approx (IF_TANH's choice for the statement). The math library's
  * function is chosen by the operand's type (expf for float, exp for
  * double), so that float computes in float, as the LLVM lowering does.
- * Include <math.h> before, and lang/scalar_end.h (then #undef
- * RAF_SCALAR_MATH) after the last expansion.
+ * Include <math.h> before, and lang/scalar_end.h after the last
+ * expansion.
  */
 #define RAF_SCALAR_MATH(fn, a) _Generic((a), float: fn##f, default: fn)(a)
 #define X x

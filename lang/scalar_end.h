@@ -34,3 +34,4 @@
 #undef UNORDERED
 #undef SELECT
 #undef IF_TANH
+#undef RAF_SCALAR_MATH /* lang/scalar_c.h's helper, when it was included */

@@ -189,7 +189,6 @@ static bool eval_compare_int(raf_opcode op, int64_t x, int64_t y, bool *r) {
 }
 
 #include "lang/scalar_end.h"
-#undef RAF_SCALAR_MATH
 
 /* Integer arithmetic in int64; false where the result is not exact. */
 static bool eval_int(raf_opcode op, int64_t a, int64_t b, int64_t *r) {

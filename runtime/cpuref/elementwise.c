@@ -286,7 +286,6 @@ static void int_compare(raf_opcode op, void *const *ops, void *res,
 }
 
 #include "lang/scalar_end.h"
-#undef RAF_SCALAR_MATH
 
 /* ---- Unary ---------------------------------------------------------------- */
 

@@ -133,13 +133,13 @@ ROWS = [
     row("amp-bf16+fuse+pm-cpu-ref", f"autodiff,amp,{{opt}},{TAIL}", "bit",
         flags="--dialects=llvm,cpu-ref", vs="amp-bf16-cpu-ref"),
     # amp's steps keep less (bf16 activations) beside the same f32 params
-    # and moments: the MLP's and the CNN's cannot reach 0.7 of their peak.
+    # and moments: the CNN's cannot reach 0.7 of its peak (the MLP's,
+    # with silu as its third activation, can).
     row("amp-bf16+remat", f"autodiff,amp,{{opt}},inline,fuse,remat{{ratio=0.8}},plan-memory",
         "bit", vs="amp-bf16+fuse+pm"),
     row("amp-bf16+remat-0.7", f"autodiff,amp,{{opt}},inline,fuse,remat{{ratio=0.7}},plan-memory",
-        {"mlp": "refused:is below the least peak remat can reach",
-         "cnn": "refused:is below the least peak remat can reach", "*": "bit"},
-        vs="amp-bf16+fuse+pm", ci=["gpt2", "mlp"]),
+        {"cnn": "refused:is below the least peak remat can reach", "*": "bit"},
+        vs="amp-bf16+fuse+pm", ci=["gpt2", "mlp", "cnn"]),
     row("amp-f16", "autodiff,amp{dtype=f16},{opt}", "f16", tier="smoke"),
     row("amp-f16+fuse+pm", f"autodiff,amp{{dtype=f16}},{{opt}},{TAIL}", "f16",
         vs="amp-f16"),

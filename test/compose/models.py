@@ -107,12 +107,12 @@ def mlp(red):
     f.s("%a2 = tanh(%h2.b)")
     f.s("%h3 = matmul(%a2, %w3)")
     f.s("%h3.b = add(%h3, %b3)")
-    f.s("%a3 = relu(%h3.b)")
+    f.s("%a3 = silu(%h3.b)")
     f.s("%h4 = matmul(%a3, %w4)")
     f.s("%logits = add(%h4, %b4)")
     f.s(f'%loss = cross_entropy(%logits, %labels) {{reduction = "{red}"}}')
     return f.text("mlp", f"// mlp, {red} loss: four linear layers, relu, dropout, tanh, "
-                  "relu, cross_entropy.\n")
+                  "silu, cross_entropy.\n")
 
 
 def cnn(red):
