@@ -26,6 +26,9 @@ static const raf_kernel_fn *const tables[RAF_DIALECT_COUNT] = {
 #ifdef RAF_HAVE_NCCL
     [RAF_DIALECT_NCCL] = raf_nccl_kernels,
 #endif
+#ifdef RAF_HAVE_CUDNN
+    [RAF_DIALECT_CUDNN] = raf_cudnn_kernels,
+#endif
 };
 
 static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
@@ -38,6 +41,9 @@ static const raf_dialect_hooks *const hooks[RAF_DIALECT_COUNT] = {
 #endif
 #ifdef RAF_HAVE_NCCL
     [RAF_DIALECT_NCCL] = &raf_nccl_hooks,
+#endif
+#ifdef RAF_HAVE_CUDNN
+    [RAF_DIALECT_CUDNN] = &raf_cudnn_hooks,
 #endif
 };
 

@@ -22,6 +22,9 @@ extern const raf_kernel_fn raf_cublas_kernels[RAF_OP_COUNT];
 /* In a build with the CUDA toolkit and NCCL's nccl.h only
  * (runtime/cuda/nccl.c). */
 extern const raf_kernel_fn raf_nccl_kernels[RAF_OP_COUNT];
+/* In a build with the CUDA toolkit and cuDNN's cudnn_graph.h only
+ * (runtime/cuda/cudnn.c). */
+extern const raf_kernel_fn raf_cudnn_kernels[RAF_OP_COUNT];
 
 /* Hooks of a dialect whose kernels need work before the first call (the
  * llvm dialect compiles the fused functions its calls name). Each member
@@ -61,6 +64,7 @@ extern const raf_dialect_hooks raf_mpi_hooks;
 extern const raf_dialect_hooks raf_cuda_hooks; /* with CUDA only */
 extern const raf_dialect_hooks raf_cublas_hooks; /* with CUDA only */
 extern const raf_dialect_hooks raf_nccl_hooks; /* with NCCL only */
+extern const raf_dialect_hooks raf_cudnn_hooks; /* with cuDNN only */
 
 /* Why a dialect cannot run in this build is its traits' answer,
  * raf_dialect_unavailable (ir/dialect.h): the executor refuses a

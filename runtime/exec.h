@@ -45,6 +45,12 @@ typedef struct raf_exec_options {
    * synchronisation. Serialises the stream. RAF_CUDA_SYNC=1 in the
    * environment turns it on for every executor. */
   bool sync_each;
+  /* The enabled dialects, highest first, as dispatch's option
+   * ("cudnn,cublas,cuda"), which the caller keeps alive: where a dialect
+   * finds at prepare that it cannot run a statement after all (a library
+   * too old for it), the next of these that runs it may take it
+   * (raf_exec_fallback). NULL: none may. */
+  const char *dialects;
 } raf_exec_options;
 
 /* One statement's kernel time, summed over the runs since the executor
@@ -99,6 +105,11 @@ size_t raf_exec_peak_bytes(const raf_exec *ex);
 
 /* The executor's device (owned by the executor). */
 raf_device *raf_exec_device(const raf_exec *ex);
+/* For a prepare hook: the dialect after `from` among the enabled ones
+ * (options.dialects) that runs s on from's device in this build, or
+ * RAF_DIALECT_COUNT when none does. */
+raf_dialect raf_exec_fallback(const raf_exec *ex, const raf_stmt *s,
+                              raf_dialect from);
 /* Whether it runs with options.check_numerics (a dialect compiling fused
  * functions as kernels also readies their statements, for the replay). */
 bool raf_exec_checks_numerics(const raf_exec *ex);

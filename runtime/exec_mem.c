@@ -124,6 +124,25 @@ raf_tensor *exec_view_of(raf_exec *ex, raf_type *t, void *data) {
 
 raf_device *raf_exec_device(const raf_exec *ex) { return ex->device; }
 
+raf_dialect raf_exec_fallback(const raf_exec *ex, const raf_stmt *s,
+                              raf_dialect from) {
+  const char *list = ex->opts.dialects;
+  bool after = false;
+  while (list && *list) {
+    size_t len = strcspn(list, ",");
+    raf_dialect d;
+    if (raf_dialect_from_name(list, len, &d)) {
+      if (after && strcmp(raf_dialect_get(d)->device,
+                          raf_dialect_get(from)->device) == 0 &&
+          !raf_dialect_unavailable(d) && raf_dialect_runs(d, s))
+        return d;
+      after |= d == from;
+    }
+    list += len + (list[len] == ',');
+  }
+  return RAF_DIALECT_COUNT;
+}
+
 bool raf_exec_checks_numerics(const raf_exec *ex) {
   return ex->opts.check_numerics;
 }

@@ -135,7 +135,8 @@ raf_status raf_executor_create_on(raf_module *m, const raf_executor_options *o,
                          .threads = o->threads,
                          .check_numerics = o->check_numerics,
                          .profile = o->profile,
-                         .sync_each = o->sync_each};
+                         .sync_each = o->sync_each,
+                         .dialects = ex->dialects};
   if (dispatch(ex) != RAF_OK) {
     raf_device_destroy(dev);
     free(ex);

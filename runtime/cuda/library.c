@@ -40,6 +40,19 @@ const raf_cuda_library raf_cuda_nccl_library = {
     .what = "NCCL",
     .source = "NCCL (libnccl2)"};
 
+/* cuDNN's major (9) is its own. Its backend API is in the split library
+ * libcudnn_graph, which loads the engine libraries beside it; pip's wheels
+ * (nvidia-cudnn-cu12 and -cu13, which PyTorch installs) keep it in
+ * nvidia/cudnn/lib. */
+const raf_cuda_library raf_cuda_cudnn_library = {
+    .stem = "libcudnn_graph.so",
+    .majors = {9},
+    .follows_driver = false,
+    .pip = {"nvidia/cudnn/lib"},
+    .env = "RAF_CUDNN",
+    .what = "cuDNN",
+    .source = "cuDNN 9"};
+
 static bool set(const char *s) { return s && s[0]; }
 
 /* ---- The plan ------------------------------------------------------------- */

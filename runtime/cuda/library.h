@@ -68,9 +68,10 @@ typedef struct raf_cuda_library {
 } raf_cuda_library;
 
 /* The libraries raf loads this way (library.c), one description each, which
- * their loaders (cublaslt.c, nccl.c) and the search's test share. */
+ * their loaders (cublaslt.c, nccl.c, cudnn_lib.c) and the search's test share. */
 extern const raf_cuda_library raf_cuda_cublaslt_library;
 extern const raf_cuda_library raf_cuda_nccl_library;
+extern const raf_cuda_library raf_cuda_cudnn_library;
 
 /* Everything the search reads from outside, so that a test can give its
  * own: the variables (NULL or "" when unset), the toolkit folder found at

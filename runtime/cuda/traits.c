@@ -1,11 +1,14 @@
 /* traits.c: the traits (ir/dialect.h) of the dialects of this folder:
- * cuda (codegen's NVPTX kernels), cublas (cuBLASLt) and nccl.
+ * cuda (codegen's NVPTX kernels), cublas (cuBLASLt), cudnn (cuDNN's
+ * graph API) and nccl.
  *
  * cublas runs a fused function only as a product and its epilogue
  * (ir/epilogue.h), needs cuBLASLt's workspace and, for attention, the
  * scores cublas_attention.c keeps, and groups those products with its
- * `matmul-epilogue` fusion pattern. All three need the CUDA toolkit at
- * build time (nccl also NCCL's nccl.h); the libraries themselves are
+ * `matmul-epilogue` fusion pattern. cudnn's scratch holds cuDNN's
+ * workspace and what its gradients recompute (raf_cudnn_scratch_of). All
+ * need the CUDA toolkit at build time (nccl also NCCL's nccl.h, cudnn
+ * cuDNN's cudnn_graph.h); the libraries themselves are
  * loaded at run time (runtime/cuda/library.h).
  *
  * Built into the IR library (ir/dialect.h says why): this file reads the
@@ -42,23 +45,15 @@ static const char *nccl_unavailable(void) {
 #endif
 }
 
-/* The ops of cuDNN, the cuda device's next dialect: until it is built,
- * dispatch says so when a module asks the device for one. */
-static const char *cuda_lacks(raf_opcode op) {
-  switch (op) {
-  case RAF_OP_CONV2D:
-  case RAF_OP_CONV2D_GRAD_INPUT:
-  case RAF_OP_CONV2D_GRAD_WEIGHT:
-  case RAF_OP_MAX_POOL2D:
-  case RAF_OP_MAX_POOL2D_GRAD:
-  case RAF_OP_AVG_POOL2D:
-  case RAF_OP_AVG_POOL2D_GRAD:
-  case RAF_OP_BATCH_NORM:
-  case RAF_OP_BATCH_NORM_GRAD:
-    return "cuDNN dialect not built";
-  default:
-    return NULL;
-  }
+static const char *cudnn_unavailable(void) {
+#if defined(RAF_HAVE_CUDNN)
+  return NULL;
+#elif defined(RAF_HAVE_CUDA)
+  return "raf was built without cuDNN (cuDNN 9's cudnn_graph.h was not "
+         "found when it was configured)";
+#else
+  return "raf was built without the CUDA toolkit";
+#endif
 }
 
 /* ---- cublas -------------------------------------------------------------- */
@@ -198,6 +193,97 @@ static const raf_fuse_pattern cublas_patterns[] = {
     {"matmul-epilogue", 10, match_matmul_epilogue},
 };
 
+/* ---- cudnn --------------------------------------------------------------- */
+
+/* batch_norm's statistics are per channel, dim 1 of x [N, C, ..]. */
+static int64_t channels(const raf_stmt *s, int x) {
+  const raf_type *t = s->operands[x].value->type;
+  return t->rank >= 2 ? t->dims[1] : 1;
+}
+
+static int64_t numel(const raf_type *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++)
+    n *= t->dims[i];
+  return n;
+}
+
+/* Appends a part of `bytes` to sc. */
+static void add_part(raf_cudnn_scratch *sc, raf_cudnn_part part,
+                     int64_t bytes) {
+  sc->part[part] = sc->bytes;
+  sc->bytes += raf_mem_aligned(bytes);
+}
+
+raf_cudnn_scratch raf_cudnn_scratch_of(const raf_stmt *s) {
+  raf_cudnn_scratch sc = {RAF_CUDNN_WORKSPACE_BYTES, {0}};
+  for (int i = 0; i < RAF_CUDNN_PARTS; i++)
+    sc.part[i] = -1;
+  bool training = raf_stmt_attr_bool(s, "training");
+  switch (s->op) {
+  case RAF_OP_MAX_POOL2D_GRAD: { /* (dy, x): y has dy's shape */
+    const raf_type *dy = s->operands[0].value->type;
+    add_part(&sc, RAF_CUDNN_Y, numel(dy) * raf_dtype_size(dy->dtype));
+    add_part(&sc, RAF_CUDNN_INDEX, numel(dy));
+    break;
+  }
+  case RAF_OP_BATCH_NORM: {
+    int64_t c = channels(s, 0) * (int64_t)sizeof(float);
+    if (training)
+      add_part(&sc, RAF_CUDNN_MEAN, c);
+    add_part(&sc, RAF_CUDNN_INV_VAR, c);
+    break;
+  }
+  case RAF_OP_BATCH_NORM_GRAD: { /* (dy, x, gamma, mean, var) */
+    int64_t c = channels(s, 1) * (int64_t)sizeof(float);
+    const raf_type *x = s->operands[1].value->type;
+    add_part(&sc, RAF_CUDNN_MEAN, c);
+    add_part(&sc, RAF_CUDNN_INV_VAR, c);
+    add_part(&sc, RAF_CUDNN_Y, numel(x) * raf_dtype_size(x->dtype));
+    add_part(&sc, RAF_CUDNN_RUN_MEAN, c);
+    add_part(&sc, RAF_CUDNN_RUN_VAR, c);
+    break;
+  }
+  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION:
+  case RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD: {
+    bool grad = s->op == RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD;
+    const raf_type *q = s->operands[grad ? 1 : 0].value->type,
+                   *k = s->operands[grad ? 2 : 1].value->type,
+                   *v = s->operands[grad ? 3 : 2].value->type;
+    if (q->rank < 2 || k->rank < 2 || v->rank < 2)
+      break;
+    int64_t rows = numel(q) / q->dims[q->rank - 1]; /* BH * L */
+    int64_t size = raf_dtype_size(q->dtype);
+    add_part(&sc, RAF_CUDNN_STATS, rows * (int64_t)sizeof(float));
+    if (!grad)
+      break;
+    int64_t scores = rows * k->dims[k->rank - 2]; /* BH * L * S */
+    add_part(&sc, RAF_CUDNN_O, rows * v->dims[v->rank - 1] * size);
+    add_part(&sc, RAF_CUDNN_DSUM, rows * (int64_t)sizeof(float));
+    add_part(&sc, RAF_CUDNN_P, scores * size);
+    add_part(&sc, RAF_CUDNN_DS, scores * size);
+    break;
+  }
+  default:
+    break;
+  }
+  return sc;
+}
+
+static raf_scratch cudnn_scratch(const raf_stmt *s) {
+  raf_scratch sc = {raf_cudnn_scratch_of(s).bytes, -1, -1, -1};
+  return sc;
+}
+
+/* cuDNN's batch norm backward is the training form (the batch's own
+ * statistics); the gradient of an inference-mode batch_norm is left to
+ * dialects that have it. */
+static bool cudnn_runs_stmt(raf_dialect d, const raf_stmt *s) {
+  if (s->op == RAF_OP_BATCH_NORM_GRAD && !raf_stmt_attr_bool(s, "training"))
+    return false;
+  return raf_dialect_rows_run_stmt(d, s);
+}
+
 /* ---- The records --------------------------------------------------------- */
 
 const raf_dialect_traits raf_dialect_traits_CUDA = {
@@ -206,7 +292,7 @@ const raf_dialect_traits raf_dialect_traits_CUDA = {
     .runs_call = raf_dialect_rows_run_call,
     .scratch = raf_dialect_no_scratch,
     .unavailable = cuda_unavailable,
-    .lacks = cuda_lacks,
+    .lacks = raf_dialect_lacks_nothing,
 };
 
 const raf_dialect_traits raf_dialect_traits_CUBLAS = {
@@ -226,5 +312,14 @@ const raf_dialect_traits raf_dialect_traits_NCCL = {
     .runs_call = raf_dialect_rows_run_call,
     .scratch = raf_dialect_no_scratch,
     .unavailable = nccl_unavailable,
+    .lacks = raf_dialect_lacks_nothing,
+};
+
+const raf_dialect_traits raf_dialect_traits_CUDNN = {
+    .dialect = RAF_DIALECT_CUDNN,
+    .runs_stmt = cudnn_runs_stmt,
+    .runs_call = raf_dialect_rows_run_call,
+    .scratch = cudnn_scratch,
+    .unavailable = cudnn_unavailable,
     .lacks = raf_dialect_lacks_nothing,
 };

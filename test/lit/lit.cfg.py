@@ -118,6 +118,10 @@ if "RAF_HAVE_CUDA:INTERNAL=ON" in cache:
 # %fake-cuda also holds test/cuda/fake_nccl.c's libnccl.so.2 (with MPI).
 if "RAF_HAVE_NCCL:INTERNAL=ON" in cache:
     config.available_features.add("nccl-support")
+# The cudnn dialect: `cudnn-support` in a build with cuDNN 9's
+# cudnn_graph.h, whose fake (fake-cuda/libcudnn_graph.so.9) runs its graphs.
+if "RAF_HAVE_CUDNN:INTERNAL=ON" in cache:
+    config.available_features.add("cudnn-support")
 try:
     import subprocess
     probe = subprocess.run(

@@ -59,9 +59,18 @@ int main(void) {
   const raf_fuse_pattern *none;
   CHECK(raf_dialect_find_pattern("matmul-epilog", 13, &none) ==
         RAF_DIALECT_COUNT);
-  CHECK(raf_dialect_traits_of(RAF_DIALECT_CUDA)->lacks(RAF_OP_CONV2D) !=
+  /* The cuda device's convolutions, pooling, batch_norm and attention are
+   * cudnn's, above cublas's attention; an inference-mode batch_norm_grad is
+   * not (cuDNN's backward is the training form). */
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDNN, RAF_OP_CONV2D, RAF_BF16));
+  CHECK(raf_dialect_implements(RAF_DIALECT_CUDNN, RAF_OP_MAX_POOL2D_GRAD,
+                               RAF_F16));
+  CHECK(!raf_dialect_implements(RAF_DIALECT_CUDNN, RAF_OP_BATCH_NORM,
+                                RAF_BF16));
+  CHECK(raf_dialect_get(RAF_DIALECT_CUDNN)->priority >
+        raf_dialect_get(RAF_DIALECT_CUBLAS)->priority);
+  CHECK(raf_dialect_traits_of(RAF_DIALECT_CUDA)->lacks(RAF_OP_CONV2D) ==
         NULL);
-  CHECK(raf_dialect_traits_of(RAF_DIALECT_CUDA)->lacks(RAF_OP_ADD) == NULL);
   /* The reference covers everything but what the executor runs itself. */
   for (int op = 0; op < RAF_OP_COUNT; op++)
     CHECK(raf_dialect_implements(RAF_DIALECT_CPU_REF, (raf_opcode)op,
