@@ -84,7 +84,7 @@ cudnnStatus_t fk_fail(cudnnStatus_t s, const char *fmt, ...) {
 
 #define BAD(...) fk_fail(CUDNN_STATUS_BAD_PARAM, __VA_ARGS__)
 
-/* ---- The attribute tables ---------------------------------------------- */
+/* ---- The attribute tables ----------------------------------------------- */
 
 #define A(attr, ty, lo, hi, fl)                                             \
   {CUDNN_ATTR_##attr, CUDNN_TYPE_##ty, CUDNN_TYPE_##ty, lo, hi, fl,        \
@@ -272,36 +272,40 @@ static const fk_attr pack_attrs[] = {
     A(VARIANT_PACK_WORKSPACE, VOID_PTR, 1, 1, 0),
 };
 
-#define KIND(ty, table)                                                     \
-  {CUDNN_BACKEND_##ty, #ty, table, (int)(sizeof table / sizeof table[0])}
+/* Each descriptor type the fake implements: its table, and whether it is
+ * an operation (what a graph's OPS may hold). */
+#define KIND(ty, table, op)                                                 \
+  {CUDNN_BACKEND_##ty, #ty, table, (int)(sizeof table / sizeof table[0]), op}
 
 static const struct kind {
   cudnnBackendDescriptorType_t type;
   const char *name;
   const fk_attr *attrs;
   int nattrs;
+  bool op;
 } kinds[] = {
-    KIND(TENSOR_DESCRIPTOR, tensor_attrs),
-    KIND(CONVOLUTION_DESCRIPTOR, conv_attrs),
-    KIND(OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, conv_fwd_attrs),
-    KIND(OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, conv_data_attrs),
-    KIND(OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, conv_filter_attrs),
-    KIND(RESAMPLE_DESCRIPTOR, resample_attrs),
-    KIND(OPERATION_RESAMPLE_FWD_DESCRIPTOR, resample_fwd_attrs),
-    KIND(OPERATION_RESAMPLE_BWD_DESCRIPTOR, resample_bwd_attrs),
-    KIND(OPERATION_NORM_FORWARD_DESCRIPTOR, norm_fwd_attrs),
-    KIND(OPERATION_NORM_BACKWARD_DESCRIPTOR, norm_bwd_attrs),
-    KIND(POINTWISE_DESCRIPTOR, pointwise_attrs),
-    KIND(OPERATION_POINTWISE_DESCRIPTOR, pointwise_op_attrs),
-    KIND(REDUCTION_DESCRIPTOR, reduction_attrs),
-    KIND(OPERATION_REDUCTION_DESCRIPTOR, reduction_op_attrs),
-    KIND(MATMUL_DESCRIPTOR, matmul_attrs),
-    KIND(OPERATION_MATMUL_DESCRIPTOR, matmul_op_attrs),
-    KIND(OPERATIONGRAPH_DESCRIPTOR, graph_attrs),
-    KIND(ENGINEHEUR_DESCRIPTOR, heur_attrs),
-    KIND(ENGINECFG_DESCRIPTOR, cfg_attrs),
-    KIND(EXECUTION_PLAN_DESCRIPTOR, plan_attrs),
-    KIND(VARIANT_PACK_DESCRIPTOR, pack_attrs),
+    KIND(TENSOR_DESCRIPTOR, tensor_attrs, false),
+    KIND(CONVOLUTION_DESCRIPTOR, conv_attrs, false),
+    KIND(OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, conv_fwd_attrs, true),
+    KIND(OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, conv_data_attrs, true),
+    KIND(OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, conv_filter_attrs,
+         true),
+    KIND(RESAMPLE_DESCRIPTOR, resample_attrs, false),
+    KIND(OPERATION_RESAMPLE_FWD_DESCRIPTOR, resample_fwd_attrs, true),
+    KIND(OPERATION_RESAMPLE_BWD_DESCRIPTOR, resample_bwd_attrs, true),
+    KIND(OPERATION_NORM_FORWARD_DESCRIPTOR, norm_fwd_attrs, true),
+    KIND(OPERATION_NORM_BACKWARD_DESCRIPTOR, norm_bwd_attrs, true),
+    KIND(POINTWISE_DESCRIPTOR, pointwise_attrs, false),
+    KIND(OPERATION_POINTWISE_DESCRIPTOR, pointwise_op_attrs, true),
+    KIND(REDUCTION_DESCRIPTOR, reduction_attrs, false),
+    KIND(OPERATION_REDUCTION_DESCRIPTOR, reduction_op_attrs, true),
+    KIND(MATMUL_DESCRIPTOR, matmul_attrs, false),
+    KIND(OPERATION_MATMUL_DESCRIPTOR, matmul_op_attrs, true),
+    KIND(OPERATIONGRAPH_DESCRIPTOR, graph_attrs, false),
+    KIND(ENGINEHEUR_DESCRIPTOR, heur_attrs, false),
+    KIND(ENGINECFG_DESCRIPTOR, cfg_attrs, false),
+    KIND(EXECUTION_PLAN_DESCRIPTOR, plan_attrs, false),
+    KIND(VARIANT_PACK_DESCRIPTOR, pack_attrs, false),
 };
 
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
@@ -319,21 +323,8 @@ static const char *kind_name(cudnnBackendDescriptorType_t t) {
 }
 
 static bool is_op(cudnnBackendDescriptorType_t t) {
-  switch (t) {
-  case CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_RESAMPLE_BWD_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR:
-  case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
-    return true;
-  default:
-    return false;
-  }
+  const struct kind *k = kind_of(t);
+  return k && k->op;
 }
 
 /* The bytes of one element of an attribute type. */
@@ -353,7 +344,7 @@ static size_t elem_size(cudnnBackendAttributeType_t t) {
   }
 }
 
-/* ---- Descriptors, references, accessors ---------------------------------- */
+/* ---- Descriptors, references, accessors --------------------------------- */
 
 /* The caller's descriptor, or NULL (with the message) when it is not a
  * live one of ours. */
@@ -392,78 +383,26 @@ static void release(fk_desc *d) {
   free(d);
 }
 
-static int attr_index(const fk_desc *d, cudnnBackendAttributeName_t n) {
-  for (int i = 0; i < d->nattrs; i++)
-    if (d->attrs[i].name == n)
-      return i;
-  return -1;
-}
-
-const fk_slot *fk_slot_of(const fk_desc *d, cudnnBackendAttributeName_t n) {
-  int i = attr_index(d, n);
-  return i >= 0 && d->slot[i].set ? &d->slot[i] : NULL;
-}
-
-int64_t fk_count(const fk_desc *d, cudnnBackendAttributeName_t n) {
-  const fk_slot *s = fk_slot_of(d, n);
-  return s ? s->count : 0;
-}
-
-int64_t fk_int(const fk_desc *d, cudnnBackendAttributeName_t n, int64_t i,
-               int64_t dflt) {
-  const fk_slot *s = fk_slot_of(d, n);
-  if (!s || i < 0 || i >= s->count)
-    return dflt;
-  switch (s->type) {
-  case CUDNN_TYPE_INT64: return ((const int64_t *)s->data)[i];
-  case CUDNN_TYPE_INT32: return ((const int32_t *)s->data)[i];
-  case CUDNN_TYPE_BOOLEAN: return ((const bool *)s->data)[i];
-  case CUDNN_TYPE_FRACTION:
-    return ((const cudnnFraction_t *)s->data)[i].numerator;
-  default: return ((const int *)s->data)[i];
-  }
-}
-
-double fk_num(const fk_desc *d, cudnnBackendAttributeName_t n, double dflt) {
-  const fk_slot *s = fk_slot_of(d, n);
-  if (!s)
-    return dflt;
-  return s->type == CUDNN_TYPE_DOUBLE ? *(const double *)s->data
-                                      : *(const float *)s->data;
-}
-
-fk_desc *fk_sub(const fk_desc *d, cudnnBackendAttributeName_t n) {
-  const fk_slot *s = fk_slot_of(d, n);
-  return s && s->type == CUDNN_TYPE_BACKEND_DESCRIPTOR
-             ? ((fk_desc **)s->data)[0]
-             : NULL;
-}
-
-/* ---- Entry points: library, handle ---------------------------------------- */
+/* ---- Entry points: library, handle -------------------------------------- */
 
 size_t cudnnGetVersion(void) {
   const char *v = getenv("RAF_FAKE_CUDNN_VERSION");
   return v && *v ? (size_t)strtoull(v, NULL, 10) : 91900;
 }
 
-size_t cudnnGetMaxDeviceVersion(void) { return 1200; }
-
-size_t cudnnGetCudartVersion(void) { return 12040; }
-
+/* The statuses the fake returns, by name. */
 const char *cudnnGetErrorString(cudnnStatus_t s) {
+#define NAME(x)                                                             \
+  case x: return #x;
   switch (s) {
-  case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
-  case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
-  case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
-  case CUDNN_STATUS_BAD_PARAM_NULL_POINTER:
-    return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
-  case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
-  case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
-  case CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED:
-    return "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED";
-  case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    NAME(CUDNN_STATUS_SUCCESS)
+    NAME(CUDNN_STATUS_BAD_PARAM)
+    NAME(CUDNN_STATUS_NOT_SUPPORTED)
+    NAME(CUDNN_STATUS_INTERNAL_ERROR)
+    NAME(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED)
   default: return "CUDNN_STATUS_UNKNOWN";
   }
+#undef NAME
 }
 
 void cudnnGetLastErrorString(char *message, size_t max_size) {
@@ -499,14 +438,7 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *stream) {
-  if (!handle_ok(handle) || !stream)
-    return BAD("cudnnGetStream: not a handle of cudnnCreate");
-  *stream = handle->stream;
-  return CUDNN_STATUS_SUCCESS;
-}
-
-/* ---- Entry points: create, set, get, destroy ------------------------------ */
+/* ---- Entry points: create, set, get, destroy ---------------------------- */
 
 cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
                                            cudnnBackendDescriptor_t *out) {
@@ -550,7 +482,7 @@ static cudnnStatus_t check_desc_elem(const fk_desc *d, const fk_attr *a,
   if (a->want == FK_ANY_OP ? !is_op(e->type) : (int)e->type != a->want)
     return BAD("%s: attribute %d wants %s, not %s", k, (int)a->name,
                a->want == FK_ANY_OP ? "an operation"
-                                    : kind_name((cudnnBackendDescriptorType_t)a->want),
+                 : kind_name((cudnnBackendDescriptorType_t)a->want),
                kind_name(e->type));
   if (!e->finalized)
     return BAD("%s: attribute %d: the %s is not finalized", k, (int)a->name,
@@ -566,7 +498,7 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t p,
   if (!d)
     return CUDNN_STATUS_BAD_PARAM;
   const char *k = kind_name(d->type);
-  int i = attr_index(d, name);
+  int i = fk_attr_index(d, name);
   if (i < 0)
     return fk_fail(CUDNN_STATUS_NOT_SUPPORTED,
                    "%s: no attribute %d (or not one the fake implements)", k,
@@ -617,7 +549,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p,
   if (!d)
     return CUDNN_STATUS_BAD_PARAM;
   const char *k = kind_name(d->type);
-  int i = attr_index(d, name);
+  int i = fk_attr_index(d, name);
   if (i < 0)
     return fk_fail(CUDNN_STATUS_NOT_SUPPORTED,
                    "%s: no attribute %d (or not one the fake implements)", k,
@@ -658,7 +590,7 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const p,
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Finalize ------------------------------------------------------------ */
+/* ---- Finalize ----------------------------------------------------------- */
 
 static cudnnStatus_t finalize_tensor(fk_desc *d) {
   fk_tensor *t = &d->t;
@@ -743,16 +675,10 @@ static int tensor_index(const fk_desc *g, int64_t uid) {
   return -1;
 }
 
-static bool op_writes(const fk_desc *op, int64_t uid) {
-  for (int i = 0; i < op->nout; i++)
-    if (op->out[i]->t.uid == uid)
-      return true;
-  return false;
-}
-
-static bool op_reads(const fk_desc *op, int64_t uid) {
-  for (int i = 0; i < op->nin; i++)
-    if (op->in[i]->t.uid == uid)
+/* Whether op writes (or reads) the tensor of this unique id. */
+static bool op_uses(const fk_desc *op, bool writes, int64_t uid) {
+  for (int i = 0; i < (writes ? op->nout : op->nin); i++)
+    if ((writes ? op->out : op->in)[i]->t.uid == uid)
       return true;
   return false;
 }
@@ -806,8 +732,8 @@ static cudnnStatus_t finalize_graph(fk_desc *g) {
     const fk_tensor *t = &g->tensors[k]->t;
     int writers = 0, readers = 0;
     for (int i = 0; i < n; i++) {
-      writers += op_writes(given[i], t->uid);
-      readers += op_reads(given[i], t->uid);
+      writers += op_uses(given[i], true, t->uid);
+      readers += op_uses(given[i], false, t->uid);
     }
     if (writers > 1)
       s = BAD("OPERATIONGRAPH: tensor %lld is written by %d operations",
@@ -823,7 +749,8 @@ static cudnnStatus_t finalize_graph(fk_desc *g) {
       bool ok = !placed[i];
       for (int j = 0; j < given[i]->nin && ok; j++)
         for (int w = 0; w < n && ok; w++)
-          if (w != i && !placed[w] && op_writes(given[w], given[i]->in[j]->t.uid))
+          if (w != i && !placed[w] &&
+              op_uses(given[w], true, given[i]->in[j]->t.uid))
             ok = false;
       if (ok)
         ready = i;
@@ -841,6 +768,11 @@ static cudnnStatus_t finalize_graph(fk_desc *g) {
     fake_log("RAF_FAKE_CUDNN_LOG", "graph ops=%s", names);
   }
 done:
+  if (s) { /* the caller may set OPS again and retry */
+    free(g->ops), free(g->tensors);
+    g->ops = g->tensors = NULL;
+    g->nops = g->ntensors = 0;
+  }
   free(placed);
   return s;
 }
@@ -969,7 +901,7 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t p) {
   return s;
 }
 
-/* ---- Execute ------------------------------------------------------------- */
+/* ---- Execute ------------------------------------------------------------ */
 
 /* Matches the pack's pointers to the graph's tensors, as cuDNN would
  * fault or refuse: views[i] is the data of g->tensors[i]. */

@@ -98,13 +98,58 @@ cudnnStatus_t fk_fail(cudnnStatus_t s, const char *fmt, ...)
 
 /* Attribute accessors; each returns `dflt` where the attribute is unset.
  * fk_int reads INT64, INT32, BOOLEAN, FRACTION (the numerator) and the
- * enumerations; fk_num reads FLOAT and DOUBLE. */
-const fk_slot *fk_slot_of(const fk_desc *d, cudnnBackendAttributeName_t n);
-int64_t fk_int(const fk_desc *d, cudnnBackendAttributeName_t n, int64_t i,
-               int64_t dflt);
-double fk_num(const fk_desc *d, cudnnBackendAttributeName_t n, double dflt);
-int64_t fk_count(const fk_desc *d, cudnnBackendAttributeName_t n);
-fk_desc *fk_sub(const fk_desc *d, cudnnBackendAttributeName_t n);
+ * enumerations; fk_num reads FLOAT and DOUBLE; fk_sub a descriptor. */
+static inline int fk_attr_index(const fk_desc *d,
+                                cudnnBackendAttributeName_t n) {
+  for (int i = 0; i < d->nattrs; i++)
+    if (d->attrs[i].name == n)
+      return i;
+  return -1;
+}
+
+static inline const fk_slot *fk_slot_of(const fk_desc *d,
+                                        cudnnBackendAttributeName_t n) {
+  int i = fk_attr_index(d, n);
+  return i >= 0 && d->slot[i].set ? &d->slot[i] : NULL;
+}
+
+static inline int64_t fk_count(const fk_desc *d,
+                               cudnnBackendAttributeName_t n) {
+  const fk_slot *s = fk_slot_of(d, n);
+  return s ? s->count : 0;
+}
+
+static inline int64_t fk_int(const fk_desc *d, cudnnBackendAttributeName_t n,
+                             int64_t i, int64_t dflt) {
+  const fk_slot *s = fk_slot_of(d, n);
+  if (!s || i < 0 || i >= s->count)
+    return dflt;
+  switch (s->type) {
+  case CUDNN_TYPE_INT64: return ((const int64_t *)s->data)[i];
+  case CUDNN_TYPE_INT32: return ((const int32_t *)s->data)[i];
+  case CUDNN_TYPE_BOOLEAN: return ((const bool *)s->data)[i];
+  case CUDNN_TYPE_FRACTION:
+    return ((const cudnnFraction_t *)s->data)[i].numerator;
+  default: return ((const int *)s->data)[i];
+  }
+}
+
+static inline double fk_num(const fk_desc *d, cudnnBackendAttributeName_t n,
+                            double dflt) {
+  const fk_slot *s = fk_slot_of(d, n);
+  if (!s)
+    return dflt;
+  return s->type == CUDNN_TYPE_DOUBLE ? *(const double *)s->data
+                                      : *(const float *)s->data;
+}
+
+static inline fk_desc *fk_sub(const fk_desc *d,
+                              cudnnBackendAttributeName_t n) {
+  const fk_slot *s = fk_slot_of(d, n);
+  return s && s->type == CUDNN_TYPE_BACKEND_DESCRIPTOR
+             ? ((fk_desc **)s->data)[0]
+             : NULL;
+}
 
 /* A tensor's data during execution: host memory, with the tensor's
  * attributes. */

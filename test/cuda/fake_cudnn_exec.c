@@ -24,7 +24,7 @@
 #define BAD(...) fk_fail(CUDNN_STATUS_BAD_PARAM, __VA_ARGS__)
 #define NOT_SUPPORTED(...) fk_fail(CUDNN_STATUS_NOT_SUPPORTED, __VA_ARGS__)
 
-/* ---- Element types --------------------------------------------------------- */
+/* ---- Element types ------------------------------------------------------ */
 
 size_t fk_dtype_size(cudnnDataType_t t) {
   switch (t) {
@@ -132,7 +132,7 @@ static void store(const fk_view *v, int64_t i, double x) {
   }
 }
 
-/* ---- Indexing ------------------------------------------------------------ */
+/* ---- Indexing ----------------------------------------------------------- */
 
 static int64_t numel(const fk_tensor *t) {
   int64_t n = 1;
@@ -212,7 +212,7 @@ static void store_scaled(const fk_view *out, const double *acc, double alpha,
   } while (next_index(out->t->rank, out->t->dims, idx));
 }
 
-/* ---- Convolution ---------------------------------------------------------- */
+/* ---- Convolution -------------------------------------------------------- */
 
 enum { CONV_FWD, CONV_DATA, CONV_FILTER };
 
@@ -356,7 +356,7 @@ static cudnnStatus_t run_conv(const fk_desc *op, const fk_env *env,
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Resample (pooling) --------------------------------------------------- */
+/* ---- Resample (pooling) ------------------------------------------------- */
 
 typedef struct pool {
   bool max;
@@ -506,7 +506,7 @@ static cudnnStatus_t run_pool_bwd(const fk_desc *op, const fk_env *env) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Batch norm ------------------------------------------------------------ */
+/* ---- Batch norm --------------------------------------------------------- */
 
 #define NF(x) CUDNN_ATTR_OPERATION_NORM_FWD_##x
 #define NB(x) CUDNN_ATTR_OPERATION_NORM_BWD_##x
@@ -667,7 +667,7 @@ static cudnnStatus_t run_norm_bwd(const fk_desc *op, const fk_env *env) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Pointwise ------------------------------------------------------------ */
+/* ---- Pointwise ---------------------------------------------------------- */
 
 #define PW(x) CUDNN_ATTR_OPERATION_POINTWISE_##x
 
@@ -790,7 +790,7 @@ static cudnnStatus_t run_pointwise(const fk_desc *op, const fk_env *env) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Reduction and matmul ------------------------------------------------- */
+/* ---- Reduction and matmul ----------------------------------------------- */
 
 #define RD(x) CUDNN_ATTR_OPERATION_REDUCTION_##x
 
@@ -889,7 +889,7 @@ static cudnnStatus_t run_matmul(const fk_desc *op, const fk_env *env) {
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* ---- Dispatch --------------------------------------------------------------- */
+/* ---- Dispatch ----------------------------------------------------------- */
 
 static const char *const fixed_names[] = {
     [CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR] = "conv_fwd",

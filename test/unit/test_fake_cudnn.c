@@ -84,7 +84,7 @@ static int load(void) {
 
 static cudnnHandle_t handle;
 
-/* ---- Building graphs ------------------------------------------------------- */
+/* ---- Building graphs ---------------------------------------------------- */
 
 /* Every descriptor a test makes, destroyed at its end. */
 static cudnnBackendDescriptor_t made[256];
@@ -221,9 +221,9 @@ static cudnnBackendDescriptor_t plan_of(cudnnBackendDescriptor_t *ops,
   set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfg);
   finalize(plan);
   int64_t ws = -1, n = 0;
-  CHECK(dnn.cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                     CUDNN_TYPE_INT64, 1, &n, &ws) ==
-                CUDNN_STATUS_SUCCESS &&
+  CHECK(dnn.cudnnBackendGetAttribute(
+            plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
+            1, &n, &ws) == CUDNN_STATUS_SUCCESS &&
             n == 1 && ws == 0,
         "workspace size %lld", (long long)ws);
   return plan;
@@ -250,7 +250,8 @@ static void run(cudnnBackendDescriptor_t *ops, int nops, int n,
   void *ptrs[32];
   for (int i = 0; i < n; i++)
     ptrs[i] = byval && byval[i] ? host[i] : dev(host[i]);
-  cudnnStatus_t s = plan ? execute(plan, n, uids, ptrs) : CUDNN_STATUS_NOT_SUPPORTED;
+  cudnnStatus_t s =
+      plan ? execute(plan, n, uids, ptrs) : CUDNN_STATUS_NOT_SUPPORTED;
   char msg[256];
   last_error(msg, sizeof msg);
   CHECK(s == CUDNN_STATUS_SUCCESS, "execute: %d (%s)", s, msg);
@@ -266,9 +267,11 @@ static void check_close(const char *what, const float *got,
     }
 }
 
-#define AT4(d, a, b, c, e) ((((a) * (d)[1] + (b)) * (d)[2] + (c)) * (d)[3] + (e))
+/* Element [a, b, c, e] of a packed tensor of dims d. */
+#define AT4(d, a, b, c, e)                                                  \
+  ((((a) * (d)[1] + (b)) * (d)[2] + (c)) * (d)[3] + (e))
 
-/* ---- Convolution ---------------------------------------------------------- */
+/* ---- Convolution -------------------------------------------------------- */
 
 static cudnnBackendDescriptor_t conv_desc(void) {
   int64_t stride[2] = {2, 2}, pad[2] = {1, 1}, dil[2] = {1, 1};
@@ -338,8 +341,9 @@ static void test_conv(void) {
                 if (ph % 2 || pw % 2 || ph < 0 || pw < 0 || ph / 2 >= 4 ||
                     pw / 2 >= 3)
                   continue;
-                rdx[AT4(xd, b, xc, h, v)] += (double)dy[AT4(yd, b, k, ph / 2, pw / 2)] *
-                                             w[AT4(wd, k, xc % cg, r, s)];
+                rdx[AT4(xd, b, xc, h, v)] +=
+                    (double)dy[AT4(yd, b, k, ph / 2, pw / 2)] *
+                    w[AT4(wd, k, xc % cg, r, s)];
               }
   int64_t uids[3] = {1, 2, 3};
   static const cudnnBackendAttributeName_t fwd[6] = {
@@ -390,7 +394,7 @@ static void test_conv(void) {
   free(ry), free(rdx), free(rdw);
 }
 
-/* ---- Pooling --------------------------------------------------------------- */
+/* ---- Pooling ------------------------------------------------------------ */
 
 static cudnnBackendDescriptor_t pool_desc(bool max) {
   int64_t win[2] = {3, 3}, stride[2] = {2, 2}, pad[2] = {1, 1};
@@ -453,7 +457,8 @@ static void test_pool(bool max) {
   /* Forward (with the index for max), then backward. */
   cudnnBackendDescriptor_t tx = f32(1, 2, 3, 5, 5, REAL),
                            ty = f32(2, 2, 3, 3, 3, REAL), tidx = NULL;
-  cudnnBackendDescriptor_t fwd = make(CUDNN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR);
+  cudnnBackendDescriptor_t fwd =
+      make(CUDNN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR);
   set_desc(fwd, CUDNN_ATTR_OPERATION_RESAMPLE_FWD_XDESC, tx);
   set_desc(fwd, CUDNN_ATTR_OPERATION_RESAMPLE_FWD_YDESC, ty);
   if (max) {
@@ -468,7 +473,8 @@ static void test_pool(bool max) {
   destroy_all();
   cudnnBackendDescriptor_t tdx = f32(4, 2, 3, 5, 5, REAL),
                            tdy = f32(5, 2, 3, 3, 3, REAL);
-  cudnnBackendDescriptor_t bwd = make(CUDNN_BACKEND_OPERATION_RESAMPLE_BWD_DESCRIPTOR);
+  cudnnBackendDescriptor_t bwd =
+      make(CUDNN_BACKEND_OPERATION_RESAMPLE_BWD_DESCRIPTOR);
   set_desc(bwd, CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DXDESC, tdx);
   set_desc(bwd, CUDNN_ATTR_OPERATION_RESAMPLE_BWD_DYDESC, tdy);
   if (max)
@@ -485,7 +491,7 @@ static void test_pool(bool max) {
   free(x), free(dy), free(y), free(dx), free(idx), free(ry), free(rdx);
 }
 
-/* ---- Batch norm ------------------------------------------------------------- */
+/* ---- Batch norm --------------------------------------------------------- */
 
 #define NF(x) CUDNN_ATTR_OPERATION_NORM_FWD_##x
 #define NB(x) CUDNN_ATTR_OPERATION_NORM_BWD_##x
@@ -535,7 +541,8 @@ static void test_batch_norm(void) {
         rdx[k] = scale[c] * rinv[c] * (dy[k] - sdy / n - xhat * sdyx / n);
       }
   }
-  cudnnBackendDescriptor_t fwd = make(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
+  cudnnBackendDescriptor_t fwd =
+      make(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR);
   set_enum(fwd, NF(MODE), CUDNN_TYPE_NORM_MODE, CUDNN_BATCH_NORM);
   set_enum(fwd, NF(PHASE), CUDNN_TYPE_NORM_FWD_PHASE, CUDNN_NORM_FWD_TRAINING);
   set_desc(fwd, NF(XDESC), f32(1, N, C, H, W, REAL));
@@ -563,7 +570,8 @@ static void test_batch_norm(void) {
   check_close("bn running mean", rm_out, rrm, C, 1e-6);
   check_close("bn running var", rv_out, rrv, C, 1e-6);
 
-  cudnnBackendDescriptor_t bwd = make(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);
+  cudnnBackendDescriptor_t bwd =
+      make(CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);
   set_enum(bwd, NB(MODE), CUDNN_TYPE_NORM_MODE, CUDNN_BATCH_NORM);
   set_desc(bwd, NB(XDESC), f32(1, N, C, H, W, REAL));
   set_desc(bwd, NB(DYDESC), f32(2, N, C, H, W, REAL));
@@ -586,7 +594,7 @@ static void test_batch_norm(void) {
   free(dbias);
 }
 
-/* ---- Attention and matmul --------------------------------------------------- */
+/* ---- Attention and matmul ----------------------------------------------- */
 
 static cudnnBackendDescriptor_t pw_op(cudnnPointwiseMode_t mode,
                                       cudnnBackendDescriptor_t x,
@@ -601,7 +609,8 @@ static cudnnBackendDescriptor_t pw_op(cudnnPointwiseMode_t mode,
   if (mode == CUDNN_POINTWISE_GEN_INDEX)
     set_i64(d, CUDNN_ATTR_POINTWISE_AXIS, axis);
   finalize(d);
-  cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  cudnnBackendDescriptor_t op =
+      make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
   set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, d);
   set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
   if (b)
@@ -622,7 +631,8 @@ static cudnnBackendDescriptor_t reduce_op(cudnnReduceTensorOp_t r,
   set_enum(d, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE,
            CUDNN_DATA_FLOAT);
   finalize(d);
-  cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+  cudnnBackendDescriptor_t op =
+      make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
   set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
   set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
   set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, d);
@@ -686,7 +696,8 @@ static void test_attention(void) {
                            s2 = f32(11, BH, 1, L, L, VIRT),
                            r = tensor(12, CUDNN_DATA_INT32, 4, ld, NULL, VIRT),
                            c = tensor(13, CUDNN_DATA_INT32, 4, ld, NULL, VIRT),
-                           m = tensor(14, CUDNN_DATA_BOOLEAN, 4, ld, NULL, VIRT),
+                           m = tensor(14, CUDNN_DATA_BOOLEAN, 4, ld, NULL,
+                                      VIRT),
                            s3 = f32(15, BH, 1, L, L, VIRT),
                            mx = f32(16, BH, 1, L, 1, VIRT),
                            d = f32(17, BH, 1, L, L, VIRT),
@@ -750,7 +761,7 @@ static void test_matmul(void) {
   free(a), free(b), free(c);
 }
 
-/* ---- Validation and the environment ---------------------------------------- */
+/* ---- Validation and the environment ------------------------------------- */
 
 static void test_validation(void) {
   char msg[256];
@@ -818,6 +829,26 @@ static void test_validation(void) {
   setenv("RAF_FAKE_CUDNN_REFUSE", "pointwise", 1);
   CHECK(plan_of(&mm, 1) != NULL, "RAF_FAKE_CUDNN_REFUSE: matmul refused");
   unsetenv("RAF_FAKE_CUDNN_REFUSE");
+  destroy_all();
+
+  /* Graphs cuDNN refuses: a virtual tensor no operation reads, one unique
+   * id for two shapes. */
+  cudnnBackendDescriptor_t bad[2] = {
+      pw_op(CUDNN_POINTWISE_EXP, f32(1, 1, 1, 2, 2, REAL), NULL, NULL,
+            f32(2, 1, 1, 2, 2, VIRT), 0),
+      pw_op(CUDNN_POINTWISE_EXP, f32(3, 1, 1, 1, 4, REAL), NULL, NULL,
+            f32(1, 1, 1, 1, 4, REAL), 0)};
+  for (int i = 0; i < 2; i++) {
+    cudnnBackendDescriptor_t g = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    set(g, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    set(g, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+        i + 1, bad);
+    CHECK(dnn.cudnnBackendFinalize(g) == CUDNN_STATUS_BAD_PARAM,
+          "bad graph %d finalized", i);
+    last_error(msg, sizeof msg);
+    CHECK(strstr(msg, i ? "two different tensors" : "virtual tensor 2"),
+          "message: %s", msg);
+  }
   destroy_all();
 
   setenv("RAF_FAKE_CUDNN_VERSION", "90100", 1);
