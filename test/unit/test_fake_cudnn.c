@@ -83,6 +83,7 @@ static int load(void) {
 }
 
 static cudnnHandle_t handle;
+static int64_t want_workspace; /* what plans report: RAF_FAKE_CUDNN_WORKSPACE */
 
 /* ---- Building graphs ---------------------------------------------------- */
 
@@ -224,7 +225,7 @@ static cudnnBackendDescriptor_t plan_of(cudnnBackendDescriptor_t *ops,
   CHECK(dnn.cudnnBackendGetAttribute(
             plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64,
             1, &n, &ws) == CUDNN_STATUS_SUCCESS &&
-            n == 1 && ws == 0,
+            n == 1 && ws == want_workspace,
         "workspace size %lld", (long long)ws);
   return plan;
 }
@@ -761,6 +762,29 @@ static void test_matmul(void) {
   free(a), free(b), free(c);
 }
 
+/* Casts (IDENTITY) of rank-1 f32 ties to bf16 and f16 round to nearest
+ * even. */
+static void test_cast(void) {
+  /* Tensors ask for 16-byte alignment. */
+  _Alignas(16) float x[2] = {1 + 0x1p-8f, 1 + 0x3p-8f};
+  _Alignas(16) float xh[2] = {1 + 0x1p-11f, 1 + 0x3p-11f};
+  _Alignas(16) uint16_t bf[2], h[2];
+  const int64_t two[1] = {2};
+  cudnnBackendDescriptor_t ops[2] = {
+      pw_op(CUDNN_POINTWISE_IDENTITY,
+            tensor(1, CUDNN_DATA_FLOAT, 1, two, NULL, REAL), NULL, NULL,
+            tensor(2, CUDNN_DATA_BFLOAT16, 1, two, NULL, REAL), 0),
+      pw_op(CUDNN_POINTWISE_IDENTITY,
+            tensor(3, CUDNN_DATA_FLOAT, 1, two, NULL, REAL), NULL, NULL,
+            tensor(4, CUDNN_DATA_HALF, 1, two, NULL, REAL), 0)};
+  int64_t uids[4] = {1, 2, 3, 4};
+  void *host[4] = {x, bf, xh, h};
+  run(ops, 2, 4, uids, host, NULL);
+  destroy_all();
+  CHECK(bf[0] == 0x3f80 && bf[1] == 0x3f82, "bf16 %#x %#x", bf[0], bf[1]);
+  CHECK(h[0] == 0x3c00 && h[1] == 0x3c02, "f16 %#x %#x", h[0], h[1]);
+}
+
 /* ---- Validation and the environment ------------------------------------- */
 
 static void test_validation(void) {
@@ -809,7 +833,7 @@ static void test_validation(void) {
   destroy_all();
 
   /* A host pointer in the variant pack; then the same graph refused. */
-  float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
+  _Alignas(16) float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4];
   int64_t d2[3] = {1, 2, 2}, uids[3] = {1, 2, 3};
   cudnnBackendDescriptor_t mm =
       matmul_op(tensor(1, CUDNN_DATA_FLOAT, 3, d2, NULL, REAL),
@@ -829,6 +853,14 @@ static void test_validation(void) {
   setenv("RAF_FAKE_CUDNN_REFUSE", "pointwise", 1);
   CHECK(plan_of(&mm, 1) != NULL, "RAF_FAKE_CUDNN_REFUSE: matmul refused");
   unsetenv("RAF_FAKE_CUDNN_REFUSE");
+  /* A plan that needs a workspace: executing without one is refused. */
+  setenv("RAF_FAKE_CUDNN_WORKSPACE", "256", 1);
+  want_workspace = 256;
+  plan = plan_of(&mm, 1);
+  CHECK(plan && execute(plan, 3, uids, ptrs) == CUDNN_STATUS_BAD_PARAM,
+        "executed without the workspace");
+  unsetenv("RAF_FAKE_CUDNN_WORKSPACE");
+  want_workspace = 0;
   destroy_all();
 
   /* Graphs cuDNN refuses: a virtual tensor no operation reads, one unique
@@ -866,7 +898,7 @@ static void test_log(void) {
     return;
   close(fd);
   setenv("RAF_FAKE_CUDNN_LOG", path, 1);
-  float x[4] = {1, 2, 3, 4}, y[4];
+  _Alignas(16) float x[4] = {1, 2, 3, 4}, y[4];
   cudnnBackendDescriptor_t op =
       pw_op(CUDNN_POINTWISE_EXP, f32(1, 1, 1, 2, 2, REAL), NULL, NULL,
             f32(2, 1, 1, 2, 2, REAL), 0);
@@ -905,6 +937,7 @@ int main(void) {
   test_batch_norm();
   test_attention();
   test_matmul();
+  test_cast();
   test_validation();
   test_log();
   CHECK(dnn.cudnnDestroy(handle) == CUDNN_STATUS_SUCCESS, "cudnnDestroy");
