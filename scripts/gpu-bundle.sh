@@ -20,7 +20,13 @@
 #          into PTX kernels: a GPU machine whose nvcc came from pip or conda
 #          has no /usr/local/cuda to find it in; raf-opt and raf-run look
 #          here first (beside bin/), and gpu-check.sh sets RAF_LIBDEVICE
-#   test/, examples/, bench/, scripts/  the repository's tracked files there
+#   test/, examples/, bench/, scripts/, python/, cmake/  the repository's
+#          tracked files there (the lit tests use python/raf_torch and
+#          cmake/embed_ptx.cmake)
+#   data/resnet18/resnet.raf  torchvision's ResNet-18 (B=64, 3x224x224) as
+#          bench/resnet.sh exports it, for gpu-check.sh's ResNet-18 parts
+#          (bench/gpu_resnet_torch.py export; not its weights, 47 MB of
+#          random floats that xz cannot shrink: gpu-check.sh writes them)
 #   data/fashion-mnist/  the MLP example's data: Debian's, uncompressed, the
 #          first 50,000 of the 60,000 training images and the 10,000 test
 #          images (bench/gpu_data.py pack; all of it would pass 60 MB)
@@ -31,7 +37,8 @@
 # Before packing, the staging folder is checked the way the GPU machine will
 # use it: under `env -i PATH=/usr/bin:/bin`, every library raf-run, raf-opt
 # and FileCheck load comes from lib/ or glibc, raf-opt and raf-run run an
-# example, and the lit tests of test/lit/run and test/lit/cli pass.
+# example, raf-opt makes ResNet-18's training step, and the lit tests of
+# test/lit/run and test/lit/cli pass.
 # SKIP_SELF_CHECK=1 leaves the lit tests out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -126,9 +133,12 @@ done
 mkdir -p "$stage/nvvm/libdevice"
 cp "$libdevice" "$stage/nvvm/libdevice/libdevice.10.bc"
 find "$stage/lit" -name __pycache__ -prune -exec rm -rf {} +
-git ls-files -z --cached --others --exclude-standard test examples bench scripts | xargs -0 cp --parents -t "$stage"
+git ls-files -z --cached --others --exclude-standard test examples bench scripts \
+  python cmake | xargs -0 cp --parents -t "$stage"
 python3 bench/gpu_data.py pack /usr/share/datasets/fashion-mnist \
   "$stage/data/fashion-mnist" --train 50000
+echo "== export ResNet-18 (python/raf_torch)" >&2
+/usr/bin/python3 bench/gpu_resnet_torch.py export "$stage/data/resnet18" --batch 64
 
 # The check: the staging folder, moved, in an empty environment.
 echo "== check the staging folder in an empty environment" >&2
@@ -156,6 +166,9 @@ check() {
   "${env[@]}" "$moved/bin/raf-opt" \
     -p 'autodiff,optimizer{kind=adamw lr=1e-3},inline,fuse,plan-memory' \
     "$moved/examples/mlp/mlp.raf" -o "$moved.work/step.raf" || return 1
+  "${env[@]}" "$moved/bin/raf-opt" \
+    -p 'autodiff,amp,optimizer{kind=adamw lr=1e-3},inline,fuse,dispatch,plan-memory' \
+    "$moved/data/resnet18/resnet.raf" -o "$moved.work/resnet-step.raf" || return 1
   "${env[@]}" python3 "$moved/bench/gpu_data.py" mlp \
     "$moved/data/fashion-mnist" "$moved.work/data" > /dev/null || return 1
   "${env[@]}" RAF_CACHE_DIR="$moved.work/cache" "$moved/bin/raf-run" \
