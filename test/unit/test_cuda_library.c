@@ -133,6 +133,13 @@ static void check_plan(void) {
   CHECK(plan.ndirs == 18 &&
         strcmp(plan.dirs[3].path, "/a/sp/nvidia/nccl/lib") == 0);
 
+  /* cuDNN 9: the split library with the backend API, its major its own,
+   * in pip's nvidia/cudnn/lib (PyTorch's wheels). */
+  raf_cuda_search_plan(&raf_cuda_cudnn_library, &env, &plan);
+  const char *cudnn_names[] = {"libcudnn_graph.so.9", "libcudnn_graph.so"};
+  CHECK(names_are(cudnn_names, 2));
+  CHECK(strcmp(plan.dirs[3].path, "/a/sp/nvidia/cudnn/lib") == 0);
+
   /* The override alone, whatever else is set. */
   env.override = "/x/libcublasLt.so.12";
   raf_cuda_search_plan(cublaslt_lib, &env, &plan);
