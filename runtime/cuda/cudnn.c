@@ -89,6 +89,26 @@ static void conv_attrs_of(const raf_stmt *s, conv_attrs *a) {
   raf_stmt_attr(s, "dilation", &a->dilation);
 }
 
+/* Describes a's cross-correlation on conv, f32 accumulation, the same
+ * padding after as before. */
+static void conv_desc(cdn_graph *g, cudnnBackendDescriptor_t conv,
+                      const conv_attrs *a) {
+  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  cdn_set_dtype(g, conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT);
+  cdn_set(g, conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+          CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  cdn_set_int64(g, conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 2);
+  cdn_set(g, conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2,
+          a->dilation.u.ints.v);
+  cdn_set(g, conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2,
+          a->stride.u.ints.v);
+  cdn_set(g, conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
+          a->padding.u.ints.v);
+  cdn_set(g, conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
+          a->padding.u.ints.v);
+  cdn_finalize(g, conv);
+}
+
 /* One convolution operation of type (forward, backward data or filter)
  * over x [N, C, H, W], w [O, C / groups, KH, KW] and y [N, O, OH, OW]. */
 static const cudnn_plan *conv_plan(cudnn_state *st, const raf_kernel *k,
@@ -122,20 +142,7 @@ static const cudnn_plan *conv_plan(cudnn_state *st, const raf_kernel *k,
                            ty = cdn_tensor(&g, CONV_Y, dt, 4, y->dims, NULL, 0);
   cudnnBackendDescriptor_t conv =
       cdn_make(&g, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  cdn_set_dtype(&g, conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT);
-  cdn_set(&g, conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
-          CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-  cdn_set_int64(&g, conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 2);
-  cdn_set(&g, conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2,
-          a.dilation.u.ints.v);
-  cdn_set(&g, conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64,
-          2, a.stride.u.ints.v);
-  cdn_set(&g, conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2,
-          a.padding.u.ints.v);
-  cdn_set(&g, conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2,
-          a.padding.u.ints.v);
-  cdn_finalize(&g, conv);
+  conv_desc(&g, conv, &a);
   cudnnBackendDescriptor_t op = cdn_make(&g, type);
   /* Each kind names the same three tensors by its own attributes. */
   static const cudnnBackendAttributeName_t names[3][6] = {
@@ -208,6 +215,77 @@ static raf_status cudnn_conv2d_grad_weight(const raf_kernel *k) {
   return conv_run(
       k, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
       k->in[1], k->out[0], k->in[0]);
+}
+
+/* y = relu?(conv2d(x, w) + bias): a call of the `conv-bias-relu` form
+ * (raf_cudnn_conv_bias_relu), one graph whose intermediates are virtual
+ * (f32), for cuDNN's runtime fusion engines. */
+enum { CBR_BIAS = 4, CBR_CONV = 100, CBR_SUM };
+
+static raf_status cudnn_call(const raf_kernel *k) {
+  cudnn_state *st = state(k);
+  raf_conv_bias_relu c;
+  if (!st)
+    return RAF_ERROR;
+  if (!raf_cudnn_conv_bias_relu(k->stmt->callee, &c))
+    return raf_kernel_fail(k, "cudnn: a call of a function that is not a "
+                              "convolution with its bias and relu");
+  const raf_tensor *x = k->in[c.x], *w = k->in[c.w], *b = k->in[c.bias],
+                   *y = k->out[0];
+  if (y->type->numel == 0)
+    return RAF_OK;
+  const raf_type *yt = y->type;
+  conv_attrs a;
+  conv_attrs_of(c.conv, &a);
+  char key[CDN_KEY];
+  size_t len = key_begin(key, c.relu ? "conv_bias_relu" : "conv_bias",
+                         x->type->dtype);
+  cdn_key_dims(key, &len, x->type->rank, x->type->dims);
+  cdn_key_dims(key, &len, w->type->rank, w->type->dims);
+  key_ints(key, &len, &a.stride);
+  key_ints(key, &len, &a.padding);
+  key_ints(key, &len, &a.dilation);
+  const cudnn_plan *p = cdn_plan_find(st, key);
+  if (!p) {
+    cdn_graph g;
+    cdn_begin(&g, st, k);
+    cudnnDataType_t dt = cdn_dtype(x->type->dtype), f = CUDNN_DATA_FLOAT;
+    int64_t chan[4] = {1, yt->dims[1], 1, 1};
+    cudnnBackendDescriptor_t conv_out =
+        cdn_tensor(&g, CBR_CONV, f, 4, yt->dims, NULL, CDN_VIRTUAL);
+    cudnnBackendDescriptor_t sum =
+        c.relu ? cdn_tensor(&g, CBR_SUM, f, 4, yt->dims, NULL, CDN_VIRTUAL)
+               : cdn_tensor(&g, CONV_Y, dt, 4, yt->dims, NULL, 0);
+    cudnnBackendDescriptor_t conv =
+        cdn_make(&g, CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+    conv_desc(&g, conv, &a);
+    cudnnBackendDescriptor_t op =
+        cdn_make(&g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+    cdn_set_desc(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                 cdn_tensor(&g, CONV_X, dt, 4, x->type->dims, NULL, 0));
+    cdn_set_desc(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                 cdn_tensor(&g, CONV_W, dt, 4, w->type->dims, NULL, 0));
+    cdn_set_desc(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                 conv_out);
+    cdn_set_desc(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                 conv);
+    cdn_set_float(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                  1.0f);
+    cdn_set_float(&g, op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                  0.0f);
+    cdn_add_op(&g, op);
+    cdn_pointwise(&g, CUDNN_POINTWISE_ADD, conv_out,
+                  cdn_tensor(&g, CBR_BIAS, dt, 4, chan, NULL, 0), NULL, sum,
+                  0);
+    if (c.relu)
+      cdn_pointwise(&g, CUDNN_POINTWISE_RELU_FWD, sum, NULL, NULL,
+                    cdn_tensor(&g, CONV_Y, dt, 4, yt->dims, NULL, 0), 0);
+    if (!(p = cdn_plan(&g, key)))
+      return RAF_ERROR;
+  }
+  int64_t uids[] = {CONV_X, CONV_W, CBR_BIAS, CONV_Y};
+  void *ptrs[] = {x->data, w->data, b->data, y->data};
+  return cdn_execute(st, k, p, 4, uids, ptrs);
 }
 
 /* ---- Pooling: cuDNN's resampling ------------------------------------------ */
@@ -729,4 +807,5 @@ const raf_kernel_fn raf_cudnn_kernels[RAF_OP_COUNT] = {
     [RAF_OP_BATCH_NORM_GRAD] = cudnn_batch_norm_grad,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION] = cudnn_attention,
     [RAF_OP_SCALED_DOT_PRODUCT_ATTENTION_GRAD] = cudnn_attention_grad,
+    [RAF_OP_CALL] = cudnn_call,
 };

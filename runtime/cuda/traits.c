@@ -275,6 +275,104 @@ static raf_scratch cudnn_scratch(const raf_stmt *s) {
   return sc;
 }
 
+/* ---- cudnn's `conv-bias-relu` pattern --------------------------------------- */
+
+/* Whether b is a per-channel bias of y [N, C, H, W]: [1, C, 1, 1] or
+ * [C, 1, 1], its dtype. */
+static bool per_channel(const raf_type *b, const raf_type *y) {
+  if (y->rank != 4 || b->dtype != y->dtype || b->rank < 3 || b->rank > 4 ||
+      b->dims[b->rank - 3] != y->dims[1])
+    return false;
+  for (int i = 0; i < b->rank; i++)
+    if (i != b->rank - 3 && b->dims[i] != 1)
+      return false;
+  return true;
+}
+
+/* The only user of v, or NULL. */
+static raf_stmt *only_user(const raf_value *v) {
+  return v->uses && !v->uses->next ? v->uses->user : NULL;
+}
+
+/* The operand of add that is not v, when add adds v and a per-channel
+ * bias; else NULL. */
+static const raf_value *bias_added(const raf_stmt *add, const raf_value *v) {
+  if (!add || add->op != RAF_OP_ADD || add->noperands != 2 ||
+      add->nresults != 1)
+    return NULL;
+  int at = add->operands[0].value == v ? 0 : 1;
+  const raf_value *b = add->operands[1 - at].value;
+  return add->operands[at].value == v && b != v &&
+                 per_channel(b->type, v->type)
+             ? b
+             : NULL;
+}
+
+static bool cudnn_fuses(const raf_stmt *s) {
+  return raf_dialect_fuses(RAF_DIALECT_CUDNN, s->op, raf_stmt_key_dtype(s));
+}
+
+/* conv2d, its bias and a relu after it when there is one (members[0..]). */
+static int match_conv_bias_relu(raf_stmt *anchor, raf_stmt **members,
+                                int max) {
+  if (max < 2 || anchor->op != RAF_OP_CONV2D || anchor->nresults != 1 ||
+      !cudnn_fuses(anchor))
+    return 0;
+  raf_stmt *add = only_user(anchor->results[0]);
+  if (!bias_added(add, anchor->results[0]) || !cudnn_fuses(add))
+    return 0;
+  members[0] = anchor;
+  members[1] = add;
+  raf_stmt *relu = only_user(add->results[0]);
+  if (max >= 3 && relu && relu->op == RAF_OP_RELU && relu->nresults == 1 &&
+      cudnn_fuses(relu)) {
+    members[2] = relu;
+    return 3;
+  }
+  return 2;
+}
+
+bool raf_cudnn_conv_bias_relu(const raf_func *f, raf_conv_bias_relu *out) {
+  raf_conv_bias_relu c = {NULL, NULL, NULL, -1, -1, -1};
+  const raf_stmt *s = f->first, *ret = f->last;
+  if (!s || s->op != RAF_OP_CONV2D || !ret || ret->op != RAF_OP_RETURN ||
+      ret->noperands != 1)
+    return false;
+  c.conv = s;
+  c.add = s->next;
+  const raf_value *bias = bias_added(c.add, s->results[0]);
+  if (!bias || !only_user(s->results[0]))
+    return false;
+  const raf_stmt *last = c.add;
+  if (c.add->next != ret) {
+    c.relu = c.add->next;
+    if (c.relu->op != RAF_OP_RELU || c.relu->next != ret ||
+        c.relu->operands[0].value != c.add->results[0] ||
+        !only_user(c.add->results[0]))
+      return false;
+    last = c.relu;
+  }
+  const raf_value *x = s->operands[0].value, *w = s->operands[1].value;
+  if (ret->operands[0].value != last->results[0] || x->def || w->def ||
+      bias->def)
+    return false;
+  c.x = x->index;
+  c.w = w->index;
+  c.bias = bias->index;
+  if (out)
+    *out = c;
+  return true;
+}
+
+static bool cudnn_runs_call(raf_dialect d, const raf_func *callee) {
+  return raf_dialect_rows_run_call(d, callee) &&
+         raf_cudnn_conv_bias_relu(callee, NULL);
+}
+
+static const raf_fuse_pattern cudnn_patterns[] = {
+    {"conv-bias-relu", 10, match_conv_bias_relu},
+};
+
 /* cuDNN's batch norm backward is the training form (the batch's own
  * statistics); the gradient of an inference-mode batch_norm is left to
  * dialects that have it. */
@@ -318,8 +416,10 @@ const raf_dialect_traits raf_dialect_traits_NCCL = {
 const raf_dialect_traits raf_dialect_traits_CUDNN = {
     .dialect = RAF_DIALECT_CUDNN,
     .runs_stmt = cudnn_runs_stmt,
-    .runs_call = raf_dialect_rows_run_call,
+    .runs_call = cudnn_runs_call,
     .scratch = cudnn_scratch,
+    .patterns = cudnn_patterns,
+    .npatterns = 1,
     .unavailable = cudnn_unavailable,
     .lacks = raf_dialect_lacks_nothing,
 };

@@ -41,6 +41,18 @@ typedef struct raf_cudnn_scratch {
   int64_t part[RAF_CUDNN_PARTS];  /* byte offsets; -1 where s has none */
 } raf_cudnn_scratch;
 
+/* A fused function of cudnn's `conv-bias-relu` form: y = conv2d(x, w) +
+ * bias, then relu when it follows, with bias per channel (f32[1, C, 1, 1]
+ * or [C, 1, 1] against y [N, C, H, W]), x, w and bias arguments and y its
+ * one result: one graph for cuDNN's runtime fusion engines. */
+typedef struct raf_conv_bias_relu {
+  const raf_stmt *conv, *add, *relu; /* relu NULL when absent */
+  int x, w, bias;                    /* their argument indices */
+} raf_conv_bias_relu;
+
+/* Whether f has that form (and its parts in *out, when not NULL). */
+bool raf_cudnn_conv_bias_relu(const raf_func *f, raf_conv_bias_relu *out);
+
 /* The scratch of cudnn statement s: its traits' answer (traits.c) and
  * where its kernel finds each part. */
 raf_cudnn_scratch raf_cudnn_scratch_of(const raf_stmt *s);

@@ -685,6 +685,7 @@ static const struct pw_mode {
     {CUDNN_POINTWISE_LOG, "log", 1},
     {CUDNN_POINTWISE_RSQRT, "rsqrt", 1},
     {CUDNN_POINTWISE_IDENTITY, "identity", 1},
+    {CUDNN_POINTWISE_RELU_FWD, "relu_fwd", 1},
     {CUDNN_POINTWISE_CMP_GE, "cmp_ge", 2},
     {CUDNN_POINTWISE_CMP_GT, "cmp_gt", 2},
     {CUDNN_POINTWISE_BINARY_SELECT, "binary_select", 3},
@@ -756,6 +757,7 @@ static double pw_apply(cudnnPointwiseMode_t mode, double x, double b,
   case CUDNN_POINTWISE_EXP: return exp(x);
   case CUDNN_POINTWISE_LOG: return log(x);
   case CUDNN_POINTWISE_RSQRT: return 1 / sqrt(x);
+  case CUDNN_POINTWISE_RELU_FWD: return isnan(x) ? x : x > 0 ? x : 0;
   case CUDNN_POINTWISE_CMP_GE: return x >= b;
   case CUDNN_POINTWISE_CMP_GT: return x > b;
   case CUDNN_POINTWISE_BINARY_SELECT: return t != 0 ? x : b;
