@@ -7,6 +7,7 @@ conv), written with the standard library alone.
         --seq 1024 --dim 64 --dtype bf16]
     python3 bench/gen_gpu_ops.py conv OUT.raf [--batch 64 --channels 64
         --size 56 --dtype f32]
+    python3 bench/gen_gpu_ops.py conv-bias-relu OUT.raf [same options]
 
 `attention`: @main(q, k, v, dy) returns causal
 scaled_dot_product_attention(q, k, v) and its gradients
@@ -19,6 +20,10 @@ FlashAttention's).
 ResNet-18's layer1 convolution at 64 channels and 56x56) and its
 gradients conv2d_grad_input(dy, w), conv2d_grad_weight(dy, x): a
 convolution's forward and backward in a training step.
+
+`conv-bias-relu`: @main(x, w, b) returns relu(conv2d(x, w) + b), b per
+channel: the group cudnn's `conv-bias-relu` fusion pattern makes, timed
+fused and statement by statement.
 
 Every argument has an `init` (normal(0, 1); the weight's is scaled as
 PyTorch's default), so raf-run needs no input files; the results are
@@ -61,6 +66,20 @@ def conv(a):
             "  return %y, %dx, %dw\n}\n")
 
 
+def conv_bias_relu(a):
+    n, c, s, d = a.batch, a.channels, a.size, a.dtype
+    x = ty(d, n, c, s, s)
+    std = 1 / math.sqrt(3 * c * 9)
+    return (f'func @main(%x: {x} {{init = "normal(0, 1)"}},\n'
+            f'    %w: {ty(d, c, c, 3, 3)} {{init = "normal(0, {std:.6g})"}},\n'
+            f'    %b: {ty(d, c)} {{init = "normal(0, 1)"}}) -> {x} {{\n'
+            f"  %b4 = reshape(%b) {{shape = [1, {c}, 1, 1]}}\n"
+            "  %y = conv2d(%x, %w) {stride = [1, 1], padding = [1, 1]}\n"
+            "  %z = add(%y, %b4)\n"
+            "  %r = relu(%z)\n"
+            "  return %r\n}\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="what", required=True)
@@ -72,10 +91,15 @@ def main():
     for k, v in (("batch", 64), ("channels", 64), ("size", 56)):
         cv.add_argument(f"--{k}", type=int, default=v)
     cv.add_argument("--dtype", default="f32")
-    for p in (at, cv):
+    cbr = sub.add_parser("conv-bias-relu")
+    for k, v in (("batch", 64), ("channels", 64), ("size", 56)):
+        cbr.add_argument(f"--{k}", type=int, default=v)
+    cbr.add_argument("--dtype", default="f32")
+    for p in (at, cv, cbr):
         p.add_argument("out")
     a = ap.parse_args()
-    text = attention(a) if a.what == "attention" else conv(a)
+    text = {"attention": attention, "conv": conv,
+            "conv-bias-relu": conv_bias_relu}[a.what](a)
     with open(a.out, "w") as f:
         f.write(f"// bench/gen_gpu_ops.py {a.what}: scripts/gpu-check.sh's "
                 f"{a.what} figure.\n" + text)

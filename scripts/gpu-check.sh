@@ -52,6 +52,10 @@
 #                  forward and both gradients (bench/gen_gpu_ops.py conv),
 #                  f32 and bf16, against F.conv2d forward and backward:
 #                  torch ms / raf ms (the target: at least 0.9)
+#      conv-fusion relu(conv2d + bias) (bench/gen_gpu_ops.py conv-bias-
+#                  relu) statement by statement and as cudnn's conv-bias-relu
+#                  pattern's one graph: plain ms / fused ms, above 1 if the
+#                  pattern helps
 #   h  attention   causal attention forward and backward, B=8 H=12 T=1024
 #                  D=64 bf16 (bench/gen_gpu_ops.py attention), on
 #                  --dialects=cudnn,cuda and --dialects=cublas,cuda, against
@@ -513,6 +517,22 @@ for r in lines:
           f"torch/raf {r['ms'] / mine:.2f}x (target: at least 0.90)")
 PY
 }
+conv_fusion() { # keep cudnn's conv-bias-relu pattern only if it helps
+  set -e
+  d=$W/conv-fusion
+  mkdir -p "$d"
+  "$PY" "$B/bench/gen_gpu_ops.py" conv-bias-relu "$d/plain.raf"
+  cp "$d/plain.raf" "$d/fused.raf"
+  op_ms "$d" plain "dispatch{device=$DEVICE},plan-memory"
+  op_ms "$d" fused \
+    "fuse{patterns=conv-bias-relu},dispatch{device=$DEVICE},plan-memory"
+  "$PY" -c '
+import sys
+plain, fused = (float(open(f).read()) for f in sys.argv[1:3])
+print(f"conv + bias + relu, 64->64, B=64 56x56, f32: statement by statement "
+      f"{plain:.3f} ms, one cuDNN graph {fused:.3f} ms; plain/fused "
+      f"{plain / fused:.2f}x (above 1: the pattern helps)")' "$d/plain.ms" "$d/fused.ms"
+}
 attention() {
   set -e
   d=$W/attention
@@ -578,7 +598,8 @@ print(f"bf16 step, attention on cublas (dialects=cublas,cuda): {cublas:.1f} ms; 
 }
 export -f devices test_device lit_cuda mlp gpt2_model gpt2 gpt2_f32 gpt2_bf16 \
   torch_vs_raf gpt2_torch copy_bw elementwise adamw matmul gpt2_epilogue \
-  resnet_model resnet resnet_f32 resnet_bf16 resnet_torch conv attention gpt2_cudnn
+  resnet_model resnet resnet_f32 resnet_bf16 resnet_torch conv conv_fusion \
+  attention gpt2_cudnn
 
 echo "gpu-check.sh: $B, $(date -u '+%Y-%m-%d %H:%M UTC'), at most $total s"
 part devices 30 devices
@@ -597,6 +618,7 @@ part resnet-f32 60 resnet_f32
 part resnet-bf16 40 resnet_bf16
 part resnet-torch 110 resnet_torch
 part conv 30 conv
+part conv-fusion 20 conv_fusion
 part attention 30 attention
 part gpt2-cudnn 50 gpt2_cudnn
 echo "gpu-check.sh: $failed part(s) failed, $((SECONDS - start)) s"
