@@ -197,11 +197,20 @@ static raf_status cudnn_conv2d(const raf_kernel *k) {
                   k->in[0], k->in[1], k->out[0]);
 }
 
+/* A gradient (dy, other operand) of nothing is zeros. */
+static bool grad_of_nothing(const raf_kernel *k, raf_status *rc) {
+  if (k->in[0]->type->numel != 0 && k->in[1]->type->numel != 0)
+    return false;
+  *rc = raf_device_memset(raf_exec_device(k->ex), k->out[0]->data, 0,
+                          k->out[0]->nbytes);
+  return true;
+}
+
 /* dx = conv2d_grad_input(dy, w) {shape = x's} */
 static raf_status cudnn_conv2d_grad_input(const raf_kernel *k) {
-  if (k->in[0]->type->numel == 0 || k->in[1]->type->numel == 0)
-    return raf_device_memset(raf_exec_device(k->ex), k->out[0]->data, 0,
-                             k->out[0]->nbytes);
+  raf_status rc;
+  if (grad_of_nothing(k, &rc))
+    return rc;
   return conv_run(
       k, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
       k->out[0], k->in[1], k->in[0]);
@@ -209,9 +218,9 @@ static raf_status cudnn_conv2d_grad_input(const raf_kernel *k) {
 
 /* dw = conv2d_grad_weight(dy, x) {shape = w's} */
 static raf_status cudnn_conv2d_grad_weight(const raf_kernel *k) {
-  if (k->in[0]->type->numel == 0 || k->in[1]->type->numel == 0)
-    return raf_device_memset(raf_exec_device(k->ex), k->out[0]->data, 0,
-                             k->out[0]->nbytes);
+  raf_status rc;
+  if (grad_of_nothing(k, &rc))
+    return rc;
   return conv_run(
       k, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
       k->in[1], k->out[0], k->in[0]);

@@ -191,19 +191,33 @@ static bool empty(cudnn_state *st, const raf_kernel *k, const att_shape *a,
   return true;
 }
 
+/* What both kernels start with: the state, the shapes of q, k and v
+ * (operands q_at..q_at + 2) and the scratch. Returns the scratch, or NULL
+ * with *rc set: RAF_ERROR (reported), or RAF_OK when there was nothing to
+ * compute. */
+static char *begin(const raf_kernel *k, int q_at, cudnn_state **st,
+                   att_shape *a, raf_status *rc) {
+  *rc = RAF_ERROR;
+  if (!(*st = cudnn_state_of(k))) {
+    raf_kernel_fail(k, "cudnn: the dialect was not prepared");
+    return NULL;
+  }
+  shape_of(k, k->in[q_at]->type, k->in[q_at + 1]->type,
+           k->in[q_at + 2]->type, a);
+  if (empty(*st, k, a, rc))
+    return NULL;
+  *rc = RAF_ERROR; /* should the scratch be missing */
+  return cdn_scratch(*st, k);
+}
+
 /* o = scaled_dot_product_attention(q, k, v) {causal, scale} */
 raf_status cudnn_attention(const raf_kernel *k) {
-  cudnn_state *st = cudnn_state_of(k);
-  if (!st)
-    return raf_kernel_fail(k, "cudnn: the dialect was not prepared");
+  cudnn_state *st;
   att_shape a;
-  shape_of(k, k->in[0]->type, k->in[1]->type, k->in[2]->type, &a);
   raf_status rc;
-  if (empty(st, k, &a, &rc))
-    return rc;
-  char *scratch = cdn_scratch(st, k);
+  char *scratch = begin(k, 0, &st, &a, &rc);
   if (!scratch)
-    return RAF_ERROR;
+    return rc;
   void *stats = scratch + raf_cudnn_scratch_of(k->stmt).part[RAF_CUDNN_STATS];
   return run_forward(st, k, &a, k->in[0]->data, k->in[1]->data,
                      k->in[2]->data, k->out[0]->data, stats);
@@ -299,17 +313,12 @@ static raf_status product(cudnn_state *st, const raf_kernel *k,
 
 /* dq, dk, dv = scaled_dot_product_attention_grad(dy, q, k, v) */
 raf_status cudnn_attention_grad(const raf_kernel *k) {
-  cudnn_state *st = cudnn_state_of(k);
-  if (!st)
-    return raf_kernel_fail(k, "cudnn: the dialect was not prepared");
+  cudnn_state *st;
   att_shape a;
-  shape_of(k, k->in[1]->type, k->in[2]->type, k->in[3]->type, &a);
   raf_status rc;
-  if (empty(st, k, &a, &rc))
-    return rc;
-  char *scratch = cdn_scratch(st, k);
+  char *scratch = begin(k, 1, &st, &a, &rc);
   if (!scratch)
-    return RAF_ERROR;
+    return rc;
   raf_cudnn_scratch parts = raf_cudnn_scratch_of(k->stmt);
   void *stats = scratch + parts.part[RAF_CUDNN_STATS],
        *o = scratch + parts.part[RAF_CUDNN_O],

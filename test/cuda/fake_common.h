@@ -1,6 +1,6 @@
 /* fake_common.h: what the stand-ins for NVIDIA's libraries (fake_driver.c,
- * fake_cublaslt.c, fake_nccl.c) share: the fake device's pointers and the
- * log files their tests read.
+ * fake_cublaslt.c, fake_nccl.c, fake_cudnn.c) share: the fake device's
+ * pointers, the log files their tests read and f16's conversions.
  *
  * The fake driver's device memory is host memory at addresses with bit
  * 63 flipped, so that host code that touches device memory directly
@@ -10,6 +10,7 @@
 #ifndef RAF_FAKE_COMMON_H
 #define RAF_FAKE_COMMON_H
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,31 @@ static void fake_log(const char *env, const char *fmt, ...) {
   va_end(ap);
   fputc('\n', f);
   fclose(f);
+}
+
+/* The fake libraries' host arithmetic in f16: IEEE binary16 to float, exactly, and float to binary16 rounded to
+ * nearest even (overflow to infinity). */
+static inline float half_to_float(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float f = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m | 1024), e - 25);
+  return h & 0x8000 ? -f : f;
+}
+
+static inline uint16_t float_to_half(float v) {
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  float a = fabsf(v);
+  if (isnan(v))
+    return sign | 0x7e00;
+  if (a >= 65520.0f) /* rounds to infinity */
+    return sign | 0x7c00;
+  if (a < 0x1p-14f) /* subnormal: units of 2^-24 (exact scaling) */
+    return sign | (uint16_t)lrintf(a * 0x1p24f);
+  int e;
+  frexpf(a, &e); /* a in [2^(e-1), 2^e) */
+  long q = lrintf(ldexpf(a, 11 - e)); /* 1024..2048: 2048 carries */
+  return sign | (uint16_t)(((uint32_t)(e + 14) << 10) + (uint32_t)(q - 1024));
 }
 
 #endif

@@ -14,6 +14,7 @@
  * and NaN rules), the cudnn dialect's contract fixes it: the first strict
  * maximum of a window in row-major order, or its last NaN.
  */
+#include "fake_common.h"
 #include "fake_cudnn.h"
 
 #include <math.h>
@@ -49,31 +50,6 @@ int64_t fk_span(const fk_tensor *t) {
 static bool is_float(cudnnDataType_t t) {
   return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF ||
          t == CUDNN_DATA_BFLOAT16;
-}
-
-/* IEEE binary16 to float, exactly, and float to binary16 rounded to
- * nearest even (overflow to infinity). */
-static float half_to_float(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float f = e == 0    ? ldexpf((float)m, -24)
-            : e == 31 ? (m ? NAN : INFINITY)
-                      : ldexpf((float)(m | 1024), e - 25);
-  return h & 0x8000 ? -f : f;
-}
-
-static uint16_t float_to_half(float v) {
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  float a = fabsf(v);
-  if (isnan(v))
-    return sign | 0x7e00;
-  if (a >= 65520.0f) /* rounds to infinity */
-    return sign | 0x7c00;
-  if (a < 0x1p-14f) /* subnormal: units of 2^-24 (exact scaling) */
-    return sign | (uint16_t)lrintf(a * 0x1p24f);
-  int e;
-  frexpf(a, &e); /* a in [2^(e-1), 2^e) */
-  long q = lrintf(ldexpf(a, 11 - e)); /* 1024..2048: 2048 carries */
-  return sign | (uint16_t)(((uint32_t)(e + 14) << 10) + (uint32_t)(q - 1024));
 }
 
 static uint16_t float_to_bf16(float v) {
