@@ -105,6 +105,16 @@ try:
         config.available_features.add("torch")
 except (OSError, subprocess.TimeoutExpired):
     pass
+# Tests that run examples/resnet (torchvision's ResNet-18) say `REQUIRES:
+# torchvision` (Debian's python3-torchvision, beside python3-torch).
+try:
+    if subprocess.run([python, "-c", "import importlib.util, sys; "
+                       "sys.exit(importlib.util.find_spec('torchvision') is None)"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                      timeout=30).returncode == 0:
+        config.available_features.add("torchvision")
+except (OSError, subprocess.TimeoutExpired):
+    pass
 
 # The cuda device (runtime/cuda/): a build with the CUDA toolkit's headers
 # has the feature `cuda-support` and the fake driver of
