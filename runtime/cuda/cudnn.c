@@ -780,8 +780,11 @@ static raf_status cudnn_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
   if (rc == RAF_OK &&
       (s = st->lib->cudnnCreate(&st->handle)) != CUDNN_STATUS_SUCCESS) {
-    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "cudnn: cudnnCreate: %s",
-                    raf_cudnn_status_text(st->lib, s));
+    char version[32];
+    raf_cudnn_version_str(st->lib->version, version, sizeof version);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "cudnn: cudnnCreate of %s (cuDNN %s): %s", st->lib->path,
+                    version, raf_cudnn_status_text(st->lib, s));
     rc = RAF_ERROR;
   }
   if (rc == RAF_OK && unplanned > 0 &&

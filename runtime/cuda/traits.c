@@ -369,6 +369,13 @@ static bool cudnn_runs_call(raf_dialect d, const raf_func *callee) {
          raf_cudnn_conv_bias_relu(callee, NULL);
 }
 
+/* What cudnn lacks of the ops it has rows for. */
+static const char *cudnn_lacks(raf_opcode op) {
+  return op == RAF_OP_BATCH_NORM_GRAD
+             ? "the cudnn dialect's is cuDNN's training-mode backward, in f32"
+             : NULL;
+}
+
 static const raf_fuse_pattern cudnn_patterns[] = {
     {"conv-bias-relu", 10, match_conv_bias_relu},
 };
@@ -421,5 +428,5 @@ const raf_dialect_traits raf_dialect_traits_CUDNN = {
     .patterns = cudnn_patterns,
     .npatterns = 1,
     .unavailable = cudnn_unavailable,
-    .lacks = raf_dialect_lacks_nothing,
+    .lacks = cudnn_lacks,
 };
