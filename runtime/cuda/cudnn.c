@@ -131,11 +131,10 @@ static const cudnn_plan *conv_plan(cudnn_state *st, const raf_kernel *k,
   key_ints(key, &len, &a.stride);
   key_ints(key, &len, &a.padding);
   key_ints(key, &len, &a.dilation);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t dt = cdn_dtype(x->dtype);
   cudnnBackendDescriptor_t tx = cdn_tensor(&g, CONV_X, dt, 4, x->dims, NULL, 0),
                            tw = cdn_tensor(&g, CONV_W, dt, 4, w->dims, NULL, 0),
@@ -254,10 +253,9 @@ static raf_status cudnn_call(const raf_kernel *k) {
   key_ints(key, &len, &a.stride);
   key_ints(key, &len, &a.padding);
   key_ints(key, &len, &a.dilation);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (!p) {
-    cdn_graph g;
-    cdn_begin(&g, st, k);
     cudnnDataType_t dt = cdn_dtype(x->type->dtype), f = CUDNN_DATA_FLOAT;
     int64_t chan[4] = {1, yt->dims[1], 1, 1};
     cudnnBackendDescriptor_t conv_out =
@@ -359,11 +357,10 @@ static const cudnn_plan *pool_fwd_plan(cudnn_state *st, const raf_kernel *k,
   pool_key(key, a->max ? (index ? "maxpool_fwd_index" : "maxpool_fwd")
                        : "avgpool_fwd",
            x, y, a);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t dt = cdn_dtype(x->dtype);
   cudnnBackendDescriptor_t r = resample_desc(&g, a);
   cudnnBackendDescriptor_t op =
@@ -428,10 +425,9 @@ static raf_status cudnn_pool2d_grad(const raf_kernel *k) {
   char key[CDN_KEY];
   pool_key(key, a.max ? "maxpool_bwd" : "avgpool_bwd", dx->type, dy->type,
            &a);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (!p) {
-    cdn_graph g;
-    cdn_begin(&g, st, k);
     cudnnDataType_t dt = cdn_dtype(dx->type->dtype);
     cudnnBackendDescriptor_t r = resample_desc(&g, &a);
     cudnnBackendDescriptor_t op =
@@ -492,11 +488,10 @@ static const cudnn_plan *bn_fwd_plan(cudnn_state *st, const raf_kernel *k,
   size_t len = key_begin(key, training ? "bn_fwd_train" : "bn_fwd_infer",
                          x->dtype);
   cdn_key_dims(key, &len, 4, dims);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t dt = cdn_dtype(x->dtype), f = CUDNN_DATA_FLOAT;
 #define CHAN(uid) cdn_tensor(&g, uid, f, 4, chan, NULL, 0)
   cudnnBackendDescriptor_t op =
@@ -546,11 +541,10 @@ static raf_status bn_inv_var(cudnn_state *st, const raf_kernel *k, int64_t c,
                              void *var, float *eps, void *inv_var) {
   char key[CDN_KEY];
   snprintf(key, sizeof key, "bn_inv_var f32 [%lld]", (long long)c);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (!p) {
     int64_t chan[4] = {1, c, 1, 1};
-    cdn_graph g;
-    cdn_begin(&g, st, k);
     cudnnDataType_t f = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t sum =
         cdn_tensor(&g, BN_MEAN, f, 4, chan, NULL, CDN_VIRTUAL);
@@ -648,10 +642,9 @@ static raf_status cudnn_batch_norm_grad(const raf_kernel *k) {
   char key[CDN_KEY];
   size_t len = key_begin(key, "bn_bwd", x->type->dtype);
   cdn_key_dims(key, &len, 4, dims);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (!p) {
-    cdn_graph g;
-    cdn_begin(&g, st, k);
     cudnnDataType_t dt = cdn_dtype(x->type->dtype), f = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t op =
         cdn_make(&g, CUDNN_BACKEND_OPERATION_NORM_BACKWARD_DESCRIPTOR);

@@ -136,11 +136,10 @@ static const cudnn_plan *forward_plan(cudnn_state *st, const raf_kernel *k,
                                       const att_shape *a) {
   char key[CDN_KEY];
   key_of(key, "att_fwd", a);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t t = cdn_dtype(a->dtype), f = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t s = scores(&g, a);
 #define ROWS(uid, flags) mat(&g, uid, f, a->bh, a->l, 1, false, flags)
@@ -230,11 +229,10 @@ static const cudnn_plan *dsum_plan(cudnn_state *st, const raf_kernel *k,
                                    const att_shape *a) {
   char key[CDN_KEY];
   key_of(key, "att_dsum", a);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t t = cdn_dtype(a->dtype), f = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t prod =
       mat(&g, AT_PROD, f, a->bh, a->l, a->ev, false, CDN_VIRTUAL);
@@ -253,11 +251,10 @@ static const cudnn_plan *ds_plan(cudnn_state *st, const raf_kernel *k,
                                  const att_shape *a) {
   char key[CDN_KEY];
   key_of(key, "att_ds", a);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (p)
     return p;
-  cdn_graph g;
-  cdn_begin(&g, st, k);
   cudnnDataType_t t = cdn_dtype(a->dtype), f = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t s = scores(&g, a);
 #define SCORES(uid, type, flags) \
@@ -295,10 +292,9 @@ static raf_status product(cudnn_state *st, const raf_kernel *k,
   snprintf(key, sizeof key, "%s %s [%lld,%lld,%lld,%lld]", kind,
                      raf_dtype_name(at->dtype), (long long)at->bh,
                      (long long)m, (long long)n, (long long)kk);
-  const cudnn_plan *p = cdn_plan_find(st, key);
+  cdn_graph g;
+  const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
   if (!p) {
-    cdn_graph g;
-    cdn_begin(&g, st, k);
     cudnnDataType_t t = cdn_dtype(at->dtype);
     cdn_matmul(&g, mat(&g, AT_P, t, at->bh, m, kk, trans_a, 0),
                mat(&g, AT_DY, t, at->bh, kk, n, trans_b, 0),

@@ -208,10 +208,12 @@ void cdn_matmul(cdn_graph *g, cudnnBackendDescriptor_t a,
 
 /* ---- Plans ---------------------------------------------------------------- */
 
-const cudnn_plan *cdn_plan_find(cudnn_state *st, const char *key) {
+const cudnn_plan *cdn_plan_begin(cdn_graph *g, cudnn_state *st,
+                                 const raf_kernel *k, const char *key) {
   for (int i = 0; i < st->nplans; i++)
     if (strcmp(st->plans[i]->key, key) == 0)
       return st->plans[i];
+  cdn_begin(g, st, k);
   return NULL;
 }
 

@@ -16,10 +16,9 @@
  *
  *   char key[CDN_KEY];                     the graph's identity
  *   snprintf(key, ..., "conv_fwd %s ...", ...);
- *   const cudnn_plan *p = cdn_plan_find(st, key);
+ *   cdn_graph g;
+ *   const cudnn_plan *p = cdn_plan_begin(&g, st, k, key);
  *   if (!p) {
- *     cdn_graph g;
- *     cdn_begin(&g, st, k);
  *     ... cdn_tensor / cdn_make / cdn_set* / cdn_add_op ...
  *     p = cdn_plan(&g, key);              reports, frees g, NULL on failure
  *   }
@@ -153,8 +152,10 @@ void cdn_matmul(cdn_graph *g, cudnnBackendDescriptor_t a,
  * and returns NULL; g is finished either way. */
 const cudnn_plan *cdn_plan(cdn_graph *g, const char *key);
 
-/* The cached plan of key, or NULL. */
-const cudnn_plan *cdn_plan_find(cudnn_state *st, const char *key);
+/* The cached plan of key, or NULL after beginning g (cdn_begin) to build
+ * it. */
+const cudnn_plan *cdn_plan_begin(cdn_graph *g, cudnn_state *st,
+                                 const raf_kernel *k, const char *key);
 
 /* Runs plan p on the device's stream with the n tensors uids[i] at ptrs[i]
  * (device pointers; host pointers for by-value tensors) and k's scratch's
