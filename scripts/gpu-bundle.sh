@@ -9,7 +9,8 @@
 # no compiler is used there. So the bundle carries:
 #   bin/   raf-opt, raf-run, the GPU's unit tests (test_device, test_gpu_*,
 #          test_*cuda*, test_*cublas*; stripped), FileCheck, not, count,
-#          fake-cuda/libcuda.so.1 (the lit tests of the fake driver) and a
+#          fake-cuda/ (the fake driver's libcuda.so.1, cuBLASLt and cuDNN,
+#          for the lit tests that need no GPU) and a
 #          CMakeCache.txt of the RAF_HAVE_* lines (test/lit's features)
 #   lib/   every shared library those need that is not glibc's own or the
 #          NVIDIA driver's (ldd), found through the binaries' RPATH
@@ -75,11 +76,16 @@ for b in raf-opt raf-run $tests; do
 done
 cp "$llvm_bin/FileCheck" "$llvm_bin/not" "$llvm_bin/count" "$stage/bin/"
 strip "$stage"/bin/raf-* "$stage"/bin/test_* "$stage"/bin/FileCheck "$stage"/bin/not "$stage"/bin/count
-# The fakes of the driver and cuBLASLt, and the PTX of runtime/cuda/*.cu,
-# for the lit tests of the cuda device that need no GPU (%fake-cuda).
+# The fakes of the driver, cuBLASLt and cuDNN (where the build has the
+# cudnn dialect), and the PTX of runtime/cuda/*.cu, for the lit tests of
+# the cuda device that need no GPU (%fake-cuda).
 cp -L "$build"/fake-cuda/libcuda.so.1 "$build"/fake-cuda/libcublasLt.so.13 \
   "$stage/bin/fake-cuda/"
 ln -sf libcublasLt.so.13 "$stage/bin/fake-cuda/libcublasLt.so.12"
+if [ -f "$build/fake-cuda/libcudnn_graph.so.9" ]; then
+  cp -L "$build/fake-cuda/libcudnn_graph.so.9" "$stage/bin/fake-cuda/"
+  ln -sf libcudnn_graph.so.9 "$stage/bin/fake-cuda/libcudnn.so.9"
+fi
 cp -r "$build/cuda-ptx" "$stage/bin/"
 grep '^RAF_HAVE_' "$build/CMakeCache.txt" > "$stage/bin/CMakeCache.txt"
 
