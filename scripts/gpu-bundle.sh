@@ -64,9 +64,13 @@ grep -q 'building the cuda device' "$build/cmake.log" ||
 # The unit tests of the GPU (the others are the CPU's, checked by CI).
 tests=$(cd test/unit && ls test_*.c | sed 's/\.c$//' | grep -E 'device|gpu|cuda|cublas')
 echo "== build raf-opt, raf-run and the unit tests" >&2
+# The fake cuDNN where the build has the cudnn dialect (cuDNN's headers).
+fakes="raf_fake_cuda raf_fake_cublaslt"
+grep -q '^RAF_HAVE_CUDNN:INTERNAL=ON' "$build/CMakeCache.txt" &&
+  fakes="$fakes raf_fake_cudnn"
 # shellcheck disable=SC2086
-cmake --build "$build" -j "${JOBS:-2}" --target raf-opt raf-run raf_fake_cuda \
-  raf_fake_cublaslt $tests >&2
+cmake --build "$build" -j "${JOBS:-2}" --target raf-opt raf-run $fakes \
+  $tests >&2
 
 echo "== stage $stage" >&2
 rm -rf "$(dirname "$stage")"
