@@ -248,6 +248,11 @@ bool raf_stmt_attr_bool(const raf_stmt *s, const char *name);
 const char *raf_stmt_attr_str(const raf_stmt *s, const char *name);
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b);
+/* Whether s is a collective that only starts (`async`), whose result a
+ * `wait` makes ready; false for NULL. */
+bool raf_stmt_is_async(const raf_stmt *s);
+/* The wait of async collective s, or NULL. */
+raf_stmt *raf_stmt_async_wait(const raf_stmt *s);
 bool raf_arg_flag(const raf_arg *a, const char *name);
 /* The argument that result i of f updates ({updates = %a}), or NULL. */
 const raf_arg *raf_result_updates(const raf_func *f, int i);
@@ -333,6 +338,9 @@ raf_status raf_stmt_set_attr_ints(raf_module *m, raf_stmt *s, const char *name,
                                   const int64_t *v, int n);
 /* Linking: before == NULL appends at the end. */
 void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before);
+/* Moves s, a statement of f, to just before `before` (NULL: the end),
+ * keeping its operands, results and uses. */
+void raf_stmt_move_before(raf_stmt *s, raf_stmt *before);
 /* Unlinks s from its function and drops its operand uses. Its results must
  * be unused. */
 void raf_stmt_erase(raf_stmt *s);

@@ -83,6 +83,13 @@ raf_status raf_mem_analyze(raf_func *f, raf_mem_plan *p) {
                                  k, k, -1, 0, -1, false};
     for (int i = 0; i < s->noperands; i++)
       p->v[raf_mem_id(p, s->operands[i].value)].last = k;
+    /* An async collective reads its operands until its wait, which comes
+     * later, so this is their last use. */
+    const raf_stmt *start = s->op == RAF_OP_WAIT ? s->operands[0].value->def
+                                                 : NULL;
+    for (int i = 0; start && i < start->noperands; i++)
+      if (p->v[raf_mem_id(p, start->operands[i].value)].last < k)
+        p->v[raf_mem_id(p, start->operands[i].value)].last = k;
   }
   p->stmt[n] = ret;
   p->first[n] = id;

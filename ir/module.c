@@ -197,6 +197,22 @@ const char *raf_stmt_attr_str(const raf_stmt *s, const char *name) {
   return raf_stmt_attr(s, name, &v) ? v.u.s : NULL;
 }
 
+bool raf_stmt_is_async(const raf_stmt *s) {
+  return s &&
+         (s->op == RAF_OP_ALL_REDUCE || s->op == RAF_OP_REDUCE_SCATTER ||
+          s->op == RAF_OP_ALL_GATHER) &&
+         raf_stmt_attr_bool(s, "async");
+}
+
+raf_stmt *raf_stmt_async_wait(const raf_stmt *s) {
+  if (!raf_stmt_is_async(s))
+    return NULL;
+  for (const raf_use *u = s->results[0]->uses; u; u = u->next)
+    if (u->user->op == RAF_OP_WAIT)
+      return u->user;
+  return NULL;
+}
+
 bool raf_arg_flag(const raf_arg *a, const char *name) {
   const raf_attr *at = raf_attrs_find(&a->attrs, name);
   return at && at->kind == RAF_ATTR_BOOL && at->val.u.b;
@@ -592,6 +608,21 @@ void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before) {
     if (!v->name)
       raf_value_set_name(v, raf_func_fresh_name(f, NULL));
   }
+}
+
+void raf_stmt_move_before(raf_stmt *s, raf_stmt *before) {
+  raf_func *f = s->func;
+  if (s == before)
+    return;
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    f->first = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  else
+    f->last = s->prev;
+  raf_stmt_insert_before(f, s, before);
 }
 
 void raf_stmt_erase(raf_stmt *s) {

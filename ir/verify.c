@@ -10,6 +10,8 @@
  *  - types: every statement's result types are those its op infers, so
  *    shapes, operand counts, calls against callees and ranges are checked by
  *    the shape functions of ir/infer.c;
+ *  - an async collective's result is read by one wait, and a wait reads
+ *    one;
  *  - memory plans ({arena}, offsets, inplace, donated), when all the rest
  *    holds: ir/memplan.c.
  * Passes are run with the verifier after each one (--verify-each), so it
@@ -289,6 +291,30 @@ static void check_stmt(verifier *v, raf_func *f, raf_stmt *s, int64_t base) {
     free(types);
 }
 
+/* An async collective and its wait come in pairs: the collective's
+ * result is read by one `wait` and by nothing else (not even the return),
+ * since until the wait the dialect may still be writing it. */
+static void check_async(verifier *v, const raf_stmt *s) {
+  if (s->op == RAF_OP_WAIT) {
+    const raf_value *x = s->operands[0].value;
+    if (x && !raf_stmt_is_async(x->def))
+      fail(v, s->operands[0].loc.line ? s->operands[0].loc : s->loc,
+           "wait: %%%s is not the result of an async collective", x->name);
+    return;
+  }
+  if (!raf_stmt_is_async(s))
+    return;
+  int waits = 0, others = 0;
+  for (const raf_use *u = s->results[0]->uses; u; u = u->next)
+    *(u->user->op == RAF_OP_WAIT ? &waits : &others) += 1;
+  if (waits != 1 || others)
+    fail(v, s->loc,
+         "%s: the result %%%s of an async collective must be read by one "
+         "wait and nothing else (it has %d wait%s and %d other reader%s)",
+         raf_op_table[s->op].name, s->results[0]->name, waits,
+         waits == 1 ? "" : "s", others, others == 1 ? "" : "s");
+}
+
 static void check_func(verifier *v, raf_func *f) {
   check_signature(v, f);
   int64_t base = v->m->order_clock;
@@ -312,6 +338,7 @@ static void check_func(verifier *v, raf_func *f) {
       check_return(v, f, s);
     }
     check_stmt(v, f, s, base);
+    check_async(v, s);
   }
 }
 

@@ -54,6 +54,7 @@ raf_mpi_stats raf_comm_stats_of(const raf_exec *ex) {
   all.calls += gpu.calls;
   all.bytes += gpu.bytes;
   all.ns += gpu.ns;
+  all.waited_ns += gpu.waited_ns;
 #endif
   return all;
 }

@@ -199,6 +199,16 @@ static plan *make_plan(raf_exec *ex, raf_func *f) {
       dies_at[st->in[i]] = k;
     for (int r = 0; ok && r < s->nresults; r++)
       dies_at[st->out[r]] = k;
+    /* An async collective reads its operands until its wait. */
+    const raf_stmt *start = s->op == RAF_OP_WAIT ? s->operands[0].value->def
+                                                 : NULL;
+    for (int i = 0; ok && start && i < start->noperands; i++) {
+      int *in = slots_of(&slot_of, &start->operands[i].value, 1);
+      ok = in != NULL;
+      if (ok && dies_at[*in] < k)
+        dies_at[*in] = k;
+      free(in);
+    }
     if (s->op == RAF_OP_CALL && ok) {
       st->kernel = bind_call(ex, s, &st->bound, &ok);
     } else if (ok) {
@@ -403,7 +413,10 @@ static raf_status attach_memory_plan(raf_exec *ex, plan *p) {
          * its `inplace` (runtime/dialects.h); one with no hook cannot. */
         m->interp[k] =
             st->stmt->op == RAF_OP_CALL && st->kernel && !st->bound;
-        m->skip[k] = raf_op_table[st->stmt->op].inplace == RAF_INPLACE_VIEW;
+        /* A wait shares its operand's buffer as a view does, but must
+         * run: that is where the collective is waited for. */
+        m->skip[k] = raf_op_table[st->stmt->op].inplace == RAF_INPLACE_VIEW &&
+                     st->stmt->op != RAF_OP_WAIT;
       }
     }
   }

@@ -15,10 +15,13 @@
 #include "runtime/exec.h"
 
 
-/* Starts MPI (MPI_Init_thread, funneled: only the calling thread talks to
- * MPI) and sets *rank and *world. Reports and fails when MPI cannot start
+/* Starts MPI (MPI_Init_thread, multiple: the collectives run on a
+ * communication thread of their own) and sets *rank and *world. Reports and fails when MPI cannot start
  * or the build has none. Call at most once per process. */
 raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world);
+/* Seconds a collective waits for a silent peer before it fails naming
+ * it (default: RAF_COMM_TIMEOUT from the environment, else 20). */
+void raf_mpi_set_timeout(double seconds);
 /* Ends MPI after a run (MPI_Finalize). A no-op when MPI never started. */
 void raf_mpi_finish(void);
 /* Ends every rank of the job at once with exit status code (MPI_Abort): for
@@ -68,6 +71,9 @@ size_t raf_collective_sent_bytes(raf_opcode op, size_t whole_bytes,
  * in the collectives, waiting for the other ranks included. */
 typedef struct raf_mpi_stats {
   int64_t calls, bytes, ns;
+  /* Of ns, the time the step waited for the collectives; the rest ran
+   * behind compute (async collectives, docs/Distributed.md). */
+  int64_t waited_ns;
 } raf_mpi_stats;
 raf_mpi_stats raf_mpi_stats_of(const raf_exec *ex);
 /* The same for the nccl dialect (runtime/cuda/nccl.c, in a build with

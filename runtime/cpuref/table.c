@@ -49,6 +49,7 @@ const raf_kernel_fn raf_cpuref_kernels[RAF_OP_COUNT] = {
     [RAF_OP_CROSS_ENTROPY] = raf_cpuref_cross_entropy,
     [RAF_OP_MSE_LOSS] = raf_cpuref_mse_loss,
     [RAF_OP_STOP_GRADIENT] = raf_cpuref_copy,
+    [RAF_OP_WAIT] = raf_cpuref_copy,
     [RAF_OP_ALL_REDUCE] = raf_cpuref_collective,
     [RAF_OP_REDUCE_SCATTER] = raf_cpuref_collective,
     [RAF_OP_ALL_GATHER] = raf_cpuref_collective,

@@ -271,6 +271,19 @@ static raf_status nccl_collective(const raf_kernel *k) {
   return rc;
 }
 
+/* wait(%h): NCCL's collectives run on the device's one stream, which
+ * orders every later kernel after them, so an async collective is done
+ * for its readers already; the wait only moves the value where its
+ * buffer is not the collective's (an unplanned run). Overlap on the GPU
+ * needs a second stream, which this dialect does not use yet. */
+static raf_status nccl_wait(const raf_kernel *k) {
+  raf_tensor *h = k->in[0], *y = k->out[0];
+  return h->data == y->data
+             ? RAF_OK
+             : raf_device_copy(raf_exec_device(k->ex), y->data, h->data,
+                               y->nbytes, RAF_COPY_DEVICE_TO_DEVICE);
+}
+
 raf_mpi_stats raf_nccl_stats_of(const raf_exec *ex) {
   const nccl_state *st = raf_exec_dialect_state(ex, RAF_DIALECT_NCCL);
   return st ? st->stats : (raf_mpi_stats){0};
@@ -284,4 +297,5 @@ const raf_kernel_fn raf_nccl_kernels[RAF_OP_COUNT] = {
     [RAF_OP_REDUCE_SCATTER] = nccl_collective,
     [RAF_OP_ALL_GATHER] = nccl_collective,
     [RAF_OP_ALL_SLICE] = nccl_collective,
+    [RAF_OP_WAIT] = nccl_wait,
 };
