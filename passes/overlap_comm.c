@@ -14,8 +14,13 @@
  *   ...                               (statements that do not read %g)
  *   %g.1 = wait(%g)
  *
- * The start moves as early as its operand's definition allows; the wait
- * goes just before the first statement that reads the result. So that the
+ * The start moves as early as its operand's definition allows (with the
+ * statements that cut and join its operand from the arguments, when
+ * that is all it depends on: zero=3's gathers of parameters are
+ * prefetched); the wait
+ * goes just before the first statement that computes with the result
+ * (the statements that only cut it up, the split of a bucket into its
+ * gradients, move down to their own first readers first). So that the
  * ranks start the same collectives in the same order (MPI and NCCL match
  * them by order), a start never passes another start.
  *
@@ -65,9 +70,46 @@ static raf_stmt *first_reader(const raf_value *v) {
   return first;
 }
 
+/* Whether reader x of a collective's result only moves its bytes (the
+ * shard pass's split of a bucket into gradients, their reshapes), so
+ * that it may go down to its own first reader and the wait with it. */
+static bool moves_only(const raf_stmt *x) {
+  return x->op == RAF_OP_SPLIT || x->op == RAF_OP_RESHAPE ||
+         x->op == RAF_OP_SLICE;
+}
+
+/* The first statement that reads any result of x, or NULL. */
+static raf_stmt *first_reader_of_results(const raf_stmt *x) {
+  raf_stmt *first = NULL;
+  for (int r = 0; r < x->nresults; r++) {
+    raf_stmt *y = first_reader(x->results[r]);
+    if (y && (!first || y->order < first->order))
+      first = y;
+  }
+  return first;
+}
+
+/* Moves the readers of v that only move bytes (and read nothing else
+ * after v) down to their own first readers, so that v's first reader is
+ * one that computes. f stays numbered. */
+static void sink_movers(raf_func *f, raf_value *v) {
+  for (raf_stmt *x = first_reader(v); x && moves_only(x);
+       x = first_reader(v)) {
+    raf_stmt *to = first_reader_of_results(x);
+    if (!to || to == x->next)
+      return;
+    for (int i = 0; i < x->noperands; i++)
+      if (x->operands[i].value != v)
+        return;
+    raf_stmt_move_before(x, to);
+    raf_func_number(f);
+  }
+}
+
 /* Makes s async, with its wait before the first reader of its result. */
 static raf_status split(overlap *o, raf_func *f, raf_stmt *s, pair *out) {
   raf_value *h = s->results[0];
+  sink_movers(f, h);
   raf_stmt *first = first_reader(h);
   int nuses = 0;
   for (const raf_use *u = h->uses; u; u = u->next)
@@ -111,22 +153,56 @@ static int64_t in_flight(const overlap *o, const raf_stmt *x, int skip) {
   return bytes;
 }
 
+/* Collects into chain[*n] (producers first) the statements that only
+ * move bytes and make v from the function's arguments alone: zero=3's
+ * parameter parts cut and joined into a bucket. Such a chain may move up
+ * with the collective it feeds, to prefetch it. False when v depends on
+ * anything else (or the chain is longer than max). */
+static bool from_args(raf_value *v, raf_stmt **chain, int *n, int max) {
+  raf_stmt *d = v->def;
+  if (!d)
+    return true;
+  for (int i = 0; i < *n; i++)
+    if (chain[i] == d)
+      return true;
+  if (!(moves_only(d) || d->op == RAF_OP_CONCAT) || *n == max)
+    return false;
+  for (int i = 0; i < d->noperands; i++)
+    if (!from_args(d->operands[i].value, chain, n, max))
+      return false;
+  chain[(*n)++] = d;
+  return true;
+}
+
 /* Moves pair i's start up, past statements it does not depend on, while
- * the budget holds; never above the previous start. */
+ * the budget holds; never above the previous start. A start whose
+ * operand comes from the arguments by byte moves alone takes those
+ * statements with it. */
 static void hoist_start(overlap *o, raf_func *f, int i) {
-  raf_stmt *s = o->p[i].start, *to = s;
-  const raf_stmt *operand = s->operands[0].value->def;
-  for (raf_stmt *x = s->prev; x; x = x->prev) {
+  enum { MAX_CHAIN = 64 };
+  raf_stmt *s = o->p[i].start, *chain[MAX_CHAIN + 1];
+  int n = 0;
+  if (!from_args(s->operands[0].value, chain, &n, MAX_CHAIN))
+    n = 0;
+  chain[n++] = s;
+  raf_stmt *first = chain[0], *to = first;
+  for (int c = 1; c < n; c++)
+    if (chain[c]->order < first->order)
+      first = to = chain[c];
+  /* Without a chain, the operand's definition bounds the move. */
+  const raf_stmt *operand = n == 1 ? s->operands[0].value->def : NULL;
+  for (raf_stmt *x = first->prev; x; x = x->prev) {
     if (x == operand || (i > 0 && x == o->p[i - 1].start))
       break;
     if (o->budget && in_flight(o, x, i) + o->p[i].bytes > o->budget)
       break;
     to = x;
   }
-  if (to != s) {
-    raf_stmt_move_before(s, to);
-    raf_func_number(f);
-  }
+  if (to == first)
+    return;
+  for (int c = 0; c < n; c++)
+    raf_stmt_move_before(chain[c], to);
+  raf_func_number(f);
 }
 
 /* Where a start finds more than the budget in flight, the oldest waits
@@ -156,15 +232,25 @@ static raf_status overlap_func(overlap *o, raf_func *f) {
   if (!o->p)
     return RAF_ERROR;
   raf_func_number(f);
-  raf_status rc = RAF_OK;
-  for (raf_stmt *s = f->first, *next; s && rc == RAF_OK; s = next) {
-    next = s->next;
-    if (splits(s) && raf_value_has_uses(s->results[0])) {
-      rc = split(o, f, s, &o->p[o->n]);
-      o->n += rc == RAF_OK;
-      raf_func_number(f);
-    }
+  /* The collectives first: splitting one moves statements after it. */
+  raf_stmt **todo = malloc(sizeof *todo * (size_t)n);
+  if (!todo) {
+    free(o->p);
+    return RAF_ERROR;
   }
+  int k = 0;
+  for (raf_stmt *s = f->first; s; s = s->next)
+    if (splits(s))
+      todo[k++] = s;
+  raf_status rc = RAF_OK;
+  for (int i = 0; i < k && rc == RAF_OK; i++) {
+    if (!raf_value_has_uses(todo[i]->results[0]))
+      continue;
+    rc = split(o, f, todo[i], &o->p[o->n]);
+    o->n += rc == RAF_OK;
+    raf_func_number(f);
+  }
+  free(todo);
   for (int i = 0; rc == RAF_OK && i < o->n; i++)
     hoist_start(o, f, i);
   if (rc == RAF_OK)

@@ -5,13 +5,14 @@
  * every rank runs; its collectives carry world_size = N. Here they run
  * over MPI_COMM_WORLD, whose size must be N, with rank r the process
  * mpirun numbered r:
- *   all_reduce      the ring below, then MPI_Allgather (MPI_Allreduce
- *                   when N does not divide the tensor); mean divides the
- *                   sum by N
+ *   all_reduce      the ring below, then a ring all-gather (through
+ *                   copies padded to a multiple of N when N does not
+ *                   divide the tensor); mean divides the sum by N;
+ *                   min and max are MPI_Iallreduce
  *   reduce_scatter  a ring of MPI_Sendrecv (ring_reduce_scatter): rank r
  *                   keeps block r of the sum along `axis`
- *   all_gather      MPI_Allgather: the ranks' tensors end to end along
- *                   `axis`, in rank order
+ *   all_gather      a ring of exchanges: the ranks' tensors end to end
+ *                   along `axis`, in rank order
  *   all_slice       block r along `axis`, no communication
  * A collective with world_size = 1 is the identity and needs no MPI, so a
  * `shard{world=1}` module runs in one plain process here as on cpu-ref.
@@ -550,25 +551,38 @@ static int reduce(comm_job *j, const void *in, void *out, int64_t count_in,
   raf_dtype sum_dt = half ? RAF_F32 : dt;
   const void *src = half ? wide_in : in;
   void *dst = half ? (void *)wide_out : out;
-  int rc = ring_scratch(j->st, world, count_in / world, sum_dt);
+  /* One block: this rank's part (scatter), or of the padded whole. */
+  int rc = ring_scratch(j->st, world,
+                        scatter ? count_out : (count_out + world - 1) / world,
+                        sum_dt);
   void *scratch = j->st ? j->st->scratch : NULL;
   if (rc == MPI_SUCCESS && scatter) {
     rc = ring_reduce_scatter(j, sum_dt, src, dst, (int)count_out, scratch);
-  } else if (rc == MPI_SUCCESS && count_out % world == 0) {
-    /* A ring all-reduce: the reduce-scatter into this rank's block of
-     * dst, then every block to every rank. */
-    int block = (int)(count_out / world);
-    size_t bytes = (size_t)block * raf_dtype_size(sum_dt);
-    rc = ring_reduce_scatter(j, sum_dt, src,
-                             (char *)dst + (size_t)j->rank * bytes, block,
-                             scratch);
-    if (rc == MPI_SUCCESS)
-      rc = ring_all_gather(j, mpi_type(sum_dt), raf_dtype_size(sum_dt), dst,
-                           block);
   } else if (rc == MPI_SUCCESS) {
-    if (dst != src)
-      memcpy(dst, src, (size_t)count_out * raf_dtype_size(sum_dt));
-    rc = all_reduce_op(j, dst, (int)count_out, mpi_type(sum_dt), MPI_SUM);
+    /* A ring all-reduce: the reduce-scatter into this rank's block of
+     * dst, then every block to every rank. A count that the ranks do not
+     * divide (the loss, a scalar) goes through copies padded with zeros
+     * to the next multiple. */
+    size_t elem = raf_dtype_size(sum_dt);
+    int64_t padded = (count_out + world - 1) / world * world;
+    char *pad = padded == count_out ? NULL
+                                    : calloc(2 * (size_t)padded, elem);
+    if (pad)
+      memcpy(pad, src, (size_t)count_out * elem);
+    const void *from = pad ? pad : src;
+    char *to = pad ? pad + (size_t)padded * elem : dst;
+    int block = (int)(padded / world);
+    if (padded != count_out && !pad)
+      rc = MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS)
+      rc = ring_reduce_scatter(j, sum_dt, from,
+                               to + (size_t)j->rank * (size_t)block * elem,
+                               block, scratch);
+    if (rc == MPI_SUCCESS)
+      rc = ring_all_gather(j, mpi_type(sum_dt), elem, to, block);
+    if (pad && rc == MPI_SUCCESS)
+      memcpy(dst, to, (size_t)count_out * elem);
+    free(pad);
   }
   if (rc == MPI_SUCCESS && mean)
     divide(sum_dt, dst, count_out, world);
@@ -713,23 +727,29 @@ static void finish(comm_job *j, int64_t t0) {
 static raf_status job_status(const raf_kernel *k, const comm_job *j) {
   if (j->rc == MPI_SUCCESS)
     return RAF_OK;
-  const char *name = raf_op_table[j->stmt->op].name;
+  /* The wait's report names its collective; the collective's own
+   * report has its name already. */
+  const char *name = k->stmt->op == RAF_OP_WAIT
+                         ? raf_op_table[j->stmt->op].name
+                         : "";
+  const char *colon = *name ? ": " : "";
   double limit = comm_timeout();
-  if (j->rc == COMM_LOST && j->lost >= 0)
+  int lost = j->lost < 0 && j->world == 2 ? 1 - j->rank : j->lost;
+  if (j->rc == COMM_LOST && lost >= 0)
     return raf_kernel_fail(k,
-                           "%s: nothing from rank %d for %g s: rank %d is "
+                           "%s%snothing from rank %d for %g s: rank %d is "
                            "lost (its process ended or its host is "
                            "unreachable; RAF_COMM_TIMEOUT sets the limit)",
-                           name, j->lost, limit, j->lost);
+                           name, colon, lost, limit, lost);
   if (j->rc == COMM_LOST)
     return raf_kernel_fail(k,
-                           "%s: nothing from the other ranks for %g s: a "
+                           "%s%snothing from the other ranks for %g s: a "
                            "rank is lost (its process ended or its host is "
                            "unreachable; RAF_COMM_TIMEOUT sets the limit)",
-                           name, limit);
+                           name, colon, limit);
   char msg[MPI_MAX_ERROR_STRING + 1];
   mpi_message(j->rc, msg, sizeof msg);
-  return raf_kernel_fail(k, "%s: MPI: %s", name, msg);
+  return raf_kernel_fail(k, "%s%sMPI: %s", name, colon, msg);
 }
 
 static raf_status mpi_collective(const raf_kernel *k) {

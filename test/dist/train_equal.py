@@ -187,7 +187,20 @@ def check_faults(rr, tmp, model):
                  'exec %s %s --function=%s --steps=2 --dataset=x=$f '
                  '--dataset=labels=@%s/labels.npy --print=none' %
                  (tmp, tmp, rr, prog, fn, tmp))
+    np.save(f"{tmp}/x_one.npy", x[:100])
+    np.save(f"{tmp}/labels_one.npy", np.load(f"{tmp}/labels.npy")[:100])
+    # Rank 1 stops (SIGSTOP) in the middle of a long run: rank 0's
+    # collective hears nothing from it for RAF_COMM_TIMEOUT seconds and
+    # ends the job naming it, rather than waiting forever.
+    stop_rank = ('cmd="%s %s --function=%s --steps=1000000 --input=x=@%s/x_one.npy '
+                 '--input=labels=@%s/labels_one.npy --print=none"; '
+                 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then $cmd & pid=$!; sleep 2; '
+                 'kill -STOP $pid; wait $pid; else exec $cmd; fi' %
+                 (rr, prog, fn, tmp, tmp))
     cases = [
+        ("rank 1 stops answering mid-run (RAF_COMM_TIMEOUT=3)",
+         ["env", "RAF_COMM_TIMEOUT=3"] + mpirun(2) + ["sh", "-c", stop_rank],
+         r"rank 0: .*nothing from rank 1 for 3 s: rank 1 is lost"),
         ("rank 1's input file is missing", mpirun(2) + ["sh", "-c", rank_file],
          r"rank 1: .*missing\.npy"),
         ("rank 1 makes a NaN mid-run (--check-numerics)",
@@ -253,10 +266,18 @@ def main():
         run([rr, ref + ".raf", f"--function={fn}", f"--steps={STEPS}", *data,
              f"--log={ref}.jsonl", f"--save={ref}.safetensors", "--print=none"])
         ref_loss, ref_ckpt = losses(ref + ".jsonl"), read_safetensors(ref + ".safetensors")
-        for world in (2, 4):
-            for zero in range(4):
-                out = f"{tmp}/{model}.w{world}z{zero}"
-                run([opt, "-p", f"{base},shard{{world={world} zero={zero}}},{tail}",
+        # Every world and level, then the same with overlap-comm's async
+        # collectives (world 2 at every level, world 4 at zero=3, and a
+        # budget so small that every wait is pulled up to the next start).
+        cases = [(w, z, "") for w in (2, 4) for z in range(4)]
+        cases += [(2, z, "overlap-comm,") for z in range(4)]
+        cases += [(4, 3, "overlap-comm,"), (2, 3, "overlap-comm{budget=1K},")]
+        for world, zero, overlap in cases:
+                mark = "o" if overlap else ""
+                mark += "b" if "budget" in overlap else ""
+                out = f"{tmp}/{model}.w{world}z{zero}{mark}"
+                run([opt, "-p", f"{base},shard{{world={world} zero={zero}}},"
+                     f"{tail.replace('plan-memory', overlap + 'plan-memory')}",
                      src, "-o", out + ".raf"])
                 run(mpirun(world) + [rr, out + ".raf", f"--function={fn}",
                                      f"--steps={STEPS}", *data, f"--log={out}.jsonl",
@@ -266,7 +287,7 @@ def main():
                 dl = float(np.max(np.abs(loss - ref_loss) / np.abs(ref_loss)))
                 dp = 0.0
                 if sorted(ckpt) != sorted(ref_ckpt):
-                    print(f"FAIL {model} world={world} zero={zero}: checkpoint names differ")
+                    print(f"FAIL {model} world={world} zero={zero} {overlap}: checkpoint names differ")
                     failures += 1
                     continue
                 for k, v in ref_ckpt.items():
@@ -276,7 +297,8 @@ def main():
                     dp = max(dp, float(np.max(np.abs(ckpt[k].astype(np.float64) - v))) / scale)
                 ok = dl <= 1e-5 and dp <= 1e-5
                 failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {model} world={world} zero={zero}: "
+                print(f"{'ok  ' if ok else 'FAIL'} {model} world={world} zero={zero}"
+                      f"{' ' + overlap.rstrip(',') if overlap else ''}: "
                       f"loss rel diff {dl:.2e}, params/states rel diff {dp:.2e}")
     failures += check_resume(opt, rr, tmp, base, tail, models["mlp"])
     failures += check_comm_and_peak(opt, rr, tmp, base, tail, models["mlp"])

@@ -156,13 +156,14 @@ static const det_case CASES[] = {
      false},
     {"cpu-ref",
      "func @f(%x: f32[64,1024]) -> (f32[64,1024], f32[64,1024], "
-     "f32[64,1024], f32[64,1024], f32[64,1024]) {\n"
+     "f32[64,1024], f32[64,1024], f32[64,1024], f32[64,1024]) {\n"
      "  %c = constant 0.5 : f32[]\n"
      "  %y = mul(%x, %c)\n"
      "  %r = all_reduce(%y)\n  %s = reduce_scatter(%y)\n"
      "  %g = all_gather(%y) {axis = 1}\n  %t = all_slice(%y)\n"
+     "  %a = all_reduce(%y) {async}\n  %w = wait(%a)\n"
      "  %z = call @g(%x)\n"
-     "  return %r, %s, %g, %t, %z\n}\n"
+     "  return %r, %s, %g, %t, %w, %z\n}\n"
      "func @g(%x: f32[64,1024]) -> f32[64,1024] {\n"
      "  %n = neg(%x)\n  return %n\n}\n",
      false},
