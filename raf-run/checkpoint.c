@@ -29,7 +29,38 @@ raf_status rr_checkpoint_load(raf_ctx *ctx, raf_exec *ex, const char *path,
     return RAF_ERROR;
   }
   raf_status rc = RAF_OK;
-  for (int k = 0; k < raf_safetensors_count(st); k++) {
+  int count = raf_safetensors_count(st), params = 0, matched = 0;
+  for (int i = 0; i < f->nargs; i++) {
+    if (!raf_arg_flag(&f->args[i], "param"))
+      continue;
+    params++;
+    for (int k = 0; k < count; k++)
+      if (strcmp(f->args[i].value->name, raf_safetensors_get(st, k)->name) ==
+          0) {
+        matched++;
+        break;
+      }
+  }
+  /* A checkpoint that gives none of the params is another model's (a
+   * state such as AdamW's %step may share its name): going on would train
+   * from `init` as if nothing had been loaded. */
+  if (count > 0 && params > 0 && matched == 0) {
+    char held[512] = "";
+    size_t n = 0;
+    for (int k = 0; k < count && k < 4 && n < sizeof held - 96; k++)
+      n += (size_t)snprintf(held + n, sizeof held - n, "%s%%%s",
+                            k ? ", " : "", raf_safetensors_get(st, k)->name);
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--load: %s holds none of @%s's params (it holds %d "
+                    "tensor%s: %s%s): a checkpoint of another model?",
+                    path, f->name, count, count == 1 ? "" : "s", held,
+                    count > 4 ? ", ..." : "");
+    raf_safetensors_free(st);
+    for (int i = 0; i < f->nargs; i++)
+      given[i] = true; /* spare the "no value" errors */
+    return RAF_ERROR;
+  }
+  for (int k = 0; k < count; k++) {
     const raf_st_tensor *e = raf_safetensors_get(st, k);
     int i = 0;
     while (i < f->nargs && strcmp(f->args[i].value->name, e->name) != 0)

@@ -13,6 +13,7 @@
 
 #include "runtime/mpi.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,104 @@ raf_status rr_dist_start(raf_ctx *ctx, const raf_func *f, rr_dist *d) {
     return RAF_ERROR;
   }
   return RAF_OK;
+}
+
+/* What a rank runs, as rr_dist_check_same compares it: fixed-size, so
+ * that raf_mpi_gather moves it as bytes. */
+typedef struct run_id {
+  uint64_t module, function;
+  int64_t steps;
+  char version[32];
+} run_id;
+
+/* FNV-1a, 64 bits: cheap, and any difference of the texts shows. */
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+static raf_status identify(raf_ctx *ctx, const raf_module *m,
+                           const raf_func *f, long steps, run_id *id) {
+  memset(id, 0, sizeof *id);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) {
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
+    return RAF_ERROR;
+  }
+  raf_print_module(m, mem, 0);
+  fclose(mem);
+  uint64_t basis = 0xcbf29ce484222325ULL;
+  id->module = fnv1a(basis, text, len);
+  free(text);
+  id->function = fnv1a(basis, f->name, strlen(f->name));
+  id->steps = steps;
+  snprintf(id->version, sizeof id->version, "%s", RAF_VERSION);
+  return RAF_OK;
+}
+
+/* Rank 0's reports of the ranks whose id differs from its own; whether
+ * any did. The version first: another raf may print one module otherwise. */
+static bool report_differences(raf_ctx *ctx, const raf_func *f,
+                               const run_id *all, int world) {
+  const run_id *me = &all[0];
+  bool differ = false;
+  for (int r = 1; r < world; r++) {
+    const run_id *o = &all[r];
+    char version[sizeof o->version + 1]; /* as gathered: ended here */
+    memcpy(version, o->version, sizeof o->version);
+    version[sizeof o->version] = 0;
+    if (strcmp(version, me->version) != 0)
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "rank %d runs raf-run %s, rank 0 raf-run %s: install "
+                      "the same raf on every host",
+                      r, version, me->version);
+    else if (o->module != me->module)
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "rank %d runs another module than rank 0 (hash "
+                      "%016" PRIx64 " vs %016" PRIx64 "): give every rank "
+                      "the same file (on several hosts, the same contents)",
+                      r, o->module, me->module);
+    else if (o->function != me->function)
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "rank %d runs another function than rank 0's @%s "
+                      "(--function)",
+                      r, f->name);
+    else if (o->steps != me->steps)
+      raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "rank %d runs %lld steps, rank 0 %lld (--steps)", r,
+                      (long long)o->steps, (long long)me->steps);
+    else
+      continue;
+    differ = true;
+  }
+  return differ;
+}
+
+raf_status rr_dist_check_same(raf_ctx *ctx, const rr_dist *d,
+                              const raf_module *m, const raf_func *f,
+                              long steps) {
+  if (d->world <= 1)
+    return RAF_OK;
+  run_id id = {0};
+  run_id *all = d->rank == 0 ? calloc((size_t)d->world, sizeof *all) : NULL;
+  raf_status rc = d->rank == 0 && !all ? RAF_ERROR
+                                       : identify(ctx, m, f, steps, &id);
+  if (d->rank == 0 && !all)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR, "out of memory");
+  /* Every rank takes part in the gather, even one that failed above, so
+   * that none waits for it. */
+  if (raf_mpi_gather(ctx, &id, sizeof id, all) != RAF_OK)
+    rc = RAF_ERROR;
+  bool bad = rc != RAF_OK;
+  if (!bad && d->rank == 0)
+    bad = report_differences(ctx, f, all, d->world);
+  free(all);
+  if (bad && d->rank != 0) /* rank 0 alone says why the ranks stop */
+    rr_dist_render(ctx, d, stderr);
+  return raf_mpi_any(bad) ? RAF_ERROR : RAF_OK;
 }
 
 void rr_dist_finish(const rr_dist *d) {

@@ -31,6 +31,17 @@ int rr_env_local_ranks(void);
  * MPI (each saying how to run it); a job whose size is not world; an
  * mpirun job of several processes for a function without `world`. */
 raf_status rr_dist_start(raf_ctx *ctx, const raf_func *f, rr_dist *d);
+/* Whether every rank runs what rank 0 runs: the same raf version, the same
+ * module (its printed text, so that comments and spacing do not count),
+ * the same function and the same number of steps. Ranks that differ would
+ * wait in collectives that never match, or sum unlike tensors. Each rank
+ * hashes its own; rank 0 gathers them, reports each rank that differs
+ * ("rank 1 runs another module than rank 0 (hash ... vs ...)"), and the
+ * ranks agree to fail together. Every rank calls it, after
+ * rr_dist_start; a no-op in a plain run. */
+raf_status rr_dist_check_same(raf_ctx *ctx, const rr_dist *d,
+                              const raf_module *m, const raf_func *f,
+                              long steps);
 /* Ends MPI (after a run that did not abort). */
 void rr_dist_finish(const rr_dist *d);
 

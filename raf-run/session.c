@@ -27,6 +27,7 @@
 #include "runtime/run_internal.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,13 +126,51 @@ static void print_comm(const raf_exec *ex, const rr_options *o, double total_ms)
     fprintf(stderr, "timed on the device by --profile\n");
 }
 
+/* How long MPI_Abort may take before the rank exits by itself. Open MPI's
+ * abort goes through the local daemon to mpirun, which may sit on the far
+ * side of a network that is gone; the rank's exit is what matters, since
+ * mpirun ends the job when a rank exits without finalizing. */
+enum { ABORT_GRACE_S = 5 };
+
+static volatile sig_atomic_t abort_rank;
+
+/* SIGALRM during the abort: say so and exit, with async-signal-safe
+ * calls only (hence the digits by hand). */
+static void abort_timed_out(int sig) {
+  (void)sig;
+  char digits[12], *p = digits + sizeof digits;
+  unsigned r = (unsigned)abort_rank;
+  do
+    *--p = (char)('0' + r % 10);
+  while ((r /= 10) && p > digits);
+  static const char head[] = "rank ";
+  static const char tail[] = ": error: MPI_Abort did not end the job "
+                             "within 5 s; the rank exits by itself\n";
+  _Static_assert(ABORT_GRACE_S == 5, "the message says 5 s");
+  ssize_t ok = write(STDERR_FILENO, head, sizeof head - 1);
+  if (ok >= 0)
+    ok = write(STDERR_FILENO, p, (size_t)(digits + sizeof digits - p));
+  if (ok >= 0)
+    ok = write(STDERR_FILENO, tail, sizeof tail - 1);
+  _exit(1);
+}
+
 /* A rank that fails after the ranks started working together reports and
- * ends the whole job (MPI_Abort), so that none waits in a collective. */
+ * ends the whole job (MPI_Abort), so that none waits in a collective. An
+ * alarm bounds the abort (ABORT_GRACE_S). */
 static void end_job_on_error(const raf_ctx *ctx, const rr_dist *d,
                              raf_status rc) {
   if (rc == RAF_OK || d->world <= 1)
     return;
   rr_dist_render(ctx, d, stderr);
+  fflush(NULL);
+  abort_rank = d->rank;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = abort_timed_out;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  alarm(ABORT_GRACE_S);
   raf_mpi_abort(1);
 }
 
@@ -226,6 +265,8 @@ static raf_status start_session(session *s, rr_options *o) {
   s->m = load_module(s->ctx, o);
   s->f = s->m ? pick_function(s->ctx, s->m, o->function) : NULL;
   raf_status rc = s->f ? rr_dist_start(s->ctx, s->f, &s->d) : RAF_ERROR;
+  if (rc == RAF_OK)
+    rc = rr_dist_check_same(s->ctx, &s->d, s->m, s->f, o->steps);
   if (rc == RAF_OK && s->d.world > 1 && o->gradcheck) {
     raf_diag_report(s->ctx, s->f->loc, RAF_SEV_ERROR,
                     "--gradcheck runs in one process, but @%s is sharded "

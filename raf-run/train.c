@@ -79,20 +79,37 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
   for (int d = stacked ? 0 : 1; ok && d < t->rank; d++)
     ok = a->dims[d + stacked] == t->dims[d];
   ds->batches = !ok ? 0 : stacked ? a->dims[0] : a->dims[0] / t->dims[0];
+  /* In a sharded run the batch the file is cut into is the global one,
+   * every rank's rows together: say so, with the sizes, since a file cut
+   * for one rank's batch is the likely mistake. */
+  char global[160] = "";
+  int64_t local = args[ds->arg]->type->rank ? args[ds->arg]->type->dims[0] : 0;
+  if (t->rank && local > 0 && t->dims[0] != local)
+    snprintf(global, sizeof global,
+             " (the global batch: %lld rows, %lld per rank x %lld ranks)",
+             (long long)t->dims[0], (long long)local,
+             (long long)(t->dims[0] / local));
   if (!ok || ds->batches == 0) {
     char want[128];
     raf_type_str(t, want, sizeof want);
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                     "--dataset=%s: %s must hold slices of argument %%%s "
                     "(%s) along axis 0: an array of %s shaped [K*%lld, ...] "
-                    "or [K, %s...]",
+                    "or [K, %s...]%s",
                     n->name, n->spec + 1, n->name, want,
                     raf_dtype_name(t->dtype),
                     t->rank ? (long long)t->dims[0] : 1LL,
-                    t->rank ? "d0, " : "");
+                    t->rank ? "d0, " : "", global);
     raf_npy_free(&ds->all);
     return RAF_ERROR;
   }
+  if (!stacked && a->dims[0] % t->dims[0] != 0 && rank == 0)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_WARNING,
+                    "--dataset=%s: %s has %lld rows, %lld batches of %lld%s; "
+                    "its last %lld rows are never fed",
+                    n->name, n->spec + 1, (long long)a->dims[0],
+                    (long long)ds->batches, (long long)t->dims[0], global,
+                    (long long)(a->dims[0] % t->dims[0]));
   return RAF_OK;
 }
 

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""multihost.py --bin BUILD: sharded training across two hosts over TCP,
+the hosts being network namespaces of this machine.
+
+Two namespaces (rafmh<pid>a and rafmh<pid>b), each with loopback and one
+veth whose other end is on a bridge in the root namespace, hold the
+addresses 10.213.S.2 and 10.213.S.3 (S from the pid); the bridge holds
+10.213.S.1. mpirun runs in the root namespace with `--host A:2,B:2` (the
+addresses as host names) and Open MPI's rsh launcher with
+test/dist/netns-agent.sh as its agent, which starts each host's daemon in
+its namespace; the ranks talk TCP only (btl tcp,self) on that subnet, and
+mpirun's daemons find each other there too (oob_tcp_if_include), with TCP
+keepalives of a few seconds so that a daemon whose host is gone is noticed.
+
+- The MLP and a small GPT-2 at world 4 (2 hosts x 2 ranks), zero 0 and 2,
+  train 10 AdamW steps with the losses and the saved checkpoint of one
+  process, to a relative 1e-5 (as train_equal.py).
+- A rank on the second host killed with SIGKILL mid-run: every rank ends,
+  mpirun names it, within 30 s.
+- The second host's link taken down (`ip link set ... down`) mid-run, with
+  RAF_COMM_TIMEOUT=5: every rank ends, with a message that names a lost
+  rank or the lost host, within 30 s.
+- A hostfile naming a host that is not there (an address of the subnet no
+  namespace holds; a name that does not resolve): mpirun's error, within
+  30 s.
+
+The namespaces, the bridge and the veths are removed at the end whatever
+happens, and any left by an earlier run whose process is gone at the start.
+Exit 77 (skipped) without MPI, or where namespaces cannot be made (not root,
+no CAP_NET_ADMIN, no `ip`).
+"""
+import argparse, os, re, shutil, subprocess, sys, tempfile, time
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
+from faults import ENV, LIMIT, kill_rank, rank_pids, run_fault, report  # noqa: E402
+from safetensors_np import read as read_safetensors  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PREFIX = "rafmh"
+STEPS = 10
+
+
+def ip(*args, check=True):
+    p = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and p.returncode:
+        raise RuntimeError(f"ip {' '.join(args)}: {p.stderr.strip()}")
+    return p
+
+
+def remove_net(pid):
+    """Removes run pid's namespaces (ending what still runs in them), its
+    bridge and veths; quietly, whatever exists."""
+    for ns in (f"{PREFIX}{pid}a", f"{PREFIX}{pid}b"):
+        if os.path.exists(f"/var/run/netns/{ns}"):
+            for q in ip("netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(q), 9)
+                except (OSError, ValueError):
+                    pass
+            ip("netns", "del", ns, check=False)
+        ip("link", "del", ns, check=False)  # the root side of its veth
+    ip("link", "del", f"{PREFIX}b{pid}", check=False)
+
+
+def remove_stale():
+    """The namespaces and links of earlier runs whose process is gone."""
+    names = os.listdir("/var/run/netns") if os.path.isdir("/var/run/netns") else []
+    names += re.findall(r"^\d+: ([^:@]+)", ip("-o", "link", check=False).stdout, re.M)
+    for name in names:
+        m = re.fullmatch(PREFIX + r"b?(\d+)[ab]?", name)
+        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
+            remove_net(int(m.group(1)))
+
+
+def make_net(pid, subnet):
+    """Two hosts on a bridge; returns {address: namespace}."""
+    br = f"{PREFIX}b{pid}"
+    ip("link", "add", br, "type", "bridge")
+    ip("addr", "add", f"{subnet}.1/24", "dev", br)
+    ip("link", "set", br, "up")
+    hosts = {}
+    for k, side in ((2, "a"), (3, "b")):
+        ns = f"{PREFIX}{pid}{side}"
+        ip("netns", "add", ns)
+        ip("link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        ip("link", "set", ns, "master", br, "up")
+        ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", "eth0")
+        ip("-n", ns, "link", "set", "eth0", "up")
+        ip("-n", ns, "link", "set", "lo", "up")
+        hosts[f"{subnet}.{k}"] = ns
+    return hosts
+
+
+def losses(log):
+    import json
+    return np.array([json.loads(line)["loss"] for line in open(log)], np.float64)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    args = ap.parse_args()
+    opt, rr = os.path.join(args.bin, "raf-opt"), os.path.join(args.bin, "raf-run")
+    probe = subprocess.run([rr, "--version"], capture_output=True, text=True)
+    if " mpi" not in probe.stdout.partition("dialects:")[2]:
+        print("SKIP: raf-run was built without MPI")
+        return 77
+    if not shutil.which("ip") or not shutil.which("mpirun"):
+        print("SKIP: no `ip` (iproute2) or no mpirun")
+        return 77
+    pid = os.getpid()
+    subnet = f"10.213.{pid % 250 + 1}"
+    try:
+        remove_stale()
+        hosts = make_net(pid, subnet)
+    except (RuntimeError, OSError) as e:
+        remove_net(pid)
+        print(f"SKIP: cannot make network namespaces ({e}); this test needs root "
+              "(CAP_NET_ADMIN)")
+        return 77
+    try:
+        return run_tests(opt, rr, pid, subnet, hosts)
+    finally:
+        remove_net(pid)
+
+
+def run_tests(opt, rr, pid, subnet, hosts):
+    tmp = tempfile.mkdtemp(prefix="raf-multihost-")
+    with open(f"{tmp}/netns.map", "w") as f:
+        f.writelines(f"{a} {ns}\n" for a, ns in hosts.items())
+    host_a, host_b = sorted(hosts)
+    env = {**ENV, "RAF_NETNS_MAP": f"{tmp}/netns.map", "PMIX_MCA_gds": "hash"}
+    net = f"{subnet}.0/24"
+
+    def mpirun(hostlist, timeout=120):
+        return ["timeout", "-k", "5", str(timeout), "mpirun", "--allow-run-as-root",
+                "--mca", "plm_rsh_agent", f"{HERE}/netns-agent.sh",
+                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", net,
+                "--mca", "oob_tcp_if_include", net,
+                "--mca", "oob_tcp_keepalive_time", "2", "--mca", "oob_tcp_keepalive_intvl", "1",
+                "--mca", "oob_tcp_keepalive_probes", "3", *hostlist]
+
+    hosts4 = ["--host", f"{host_a}:2,{host_b}:2", "-np", "4"]
+
+    def must(cmd, **kw):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, **kw)
+        if p.returncode:
+            sys.exit(f"FAIL: {' '.join(cmd)}\n{p.stdout[-2000:]}{p.stderr[-4000:]}")
+        return p
+
+    failures = 0
+    rng = np.random.default_rng(0)
+    np.save(f"{tmp}/x.npy", rng.standard_normal((100 * STEPS, 784)).astype(np.float32))
+    np.save(f"{tmp}/labels.npy", rng.integers(0, 10, 100 * STEPS).astype(np.int64))
+    toks = rng.integers(0, 64, (4 * STEPS, 17)).astype(np.int64)
+    np.save(f"{tmp}/tx.npy", toks[:, :16])
+    np.save(f"{tmp}/ty.npy", toks[:, 1:])
+    must(["/usr/bin/python3", f"{ROOT}/examples/gpt2/gen_gpt2.py", "--layers", "2",
+          "--heads", "2", "--embd", "32", "--vocab", "64", "--seq", "16", "--batch", "4",
+          f"{tmp}/gpt2.raf"])
+    models = {
+        "mlp": (f"{ROOT}/examples/mlp/mlp.raf", "mlp_train_step",
+                [f"--dataset=x=@{tmp}/x.npy", f"--dataset=labels=@{tmp}/labels.npy"]),
+        "gpt2": (f"{tmp}/gpt2.raf", "gpt2_train_step",
+                 [f"--dataset=x=@{tmp}/tx.npy", f"--dataset=y=@{tmp}/ty.npy"]),
+    }
+    base = "autodiff,optimizer{kind=adamw lr=1e-3 eps=1e-4}"
+    tail = "inline,fuse,plan-memory"
+    for model, (src, fn, data) in models.items():
+        ref = f"{tmp}/{model}.ref"
+        must([opt, "-p", f"{base},{tail}", src, "-o", ref + ".raf"])
+        must([rr, ref + ".raf", f"--function={fn}", f"--steps={STEPS}", *data,
+              f"--log={ref}.jsonl", f"--save={ref}.safetensors", "--print=none"])
+        ref_loss, ref_ckpt = losses(ref + ".jsonl"), read_safetensors(ref + ".safetensors")
+        for zero in (0, 2):
+            out = f"{tmp}/{model}.w4z{zero}"
+            must([opt, "-p", f"{base},shard{{world=4 zero={zero}}},{tail}", src,
+                  "-o", out + ".raf"])
+            t0 = time.time()
+            must(mpirun(hosts4) + [rr, out + ".raf", f"--function={fn}", f"--steps={STEPS}",
+                                   *data, f"--log={out}.jsonl", f"--save={out}.safetensors",
+                                   "--print=none"])
+            took = time.time() - t0
+            loss, ckpt = losses(out + ".jsonl"), read_safetensors(out + ".safetensors")
+            dl = float(np.max(np.abs(loss - ref_loss) / np.abs(ref_loss)))
+            same = sorted(ckpt) == sorted(ref_ckpt) and all(
+                ckpt[k].shape == v.shape for k, v in ref_ckpt.items())
+            dp = max((float(np.max(np.abs(ckpt[k].astype(np.float64) - v))) /
+                      max(float(np.max(np.abs(v))), 1e-30) for k, v in ref_ckpt.items()),
+                     default=0.0) if same else float("inf")
+            ok = dl <= 1e-5 and dp <= 1e-5
+            failures += report(ok, f"{model} 2 hosts x 2 ranks, zero={zero}: loss rel diff "
+                                   f"{dl:.2e}, params/states rel diff {dp:.2e} ({took:.1f} s)")
+
+    prog = f"{tmp}/mlp.w4z2.raf"
+    fn, data = models["mlp"][1], models["mlp"][2]
+
+    def long_run(tag):
+        return mpirun(hosts4) + ["-x", "RAF_COMM_TIMEOUT", rr, prog, f"--function={fn}",
+                                 "--steps=1000000", *data, f"--log={tmp}/{tag}.jsonl",
+                                 "--print=none"]
+
+    # A rank of the second host killed (ranks 2 and 3 are on it).
+    rc, out, took, gone = kill_rank(long_run("kill"), tmp, f"{tmp}/kill.jsonl", 2, env=env)
+    ok = rc not in (0, None) and took <= LIMIT and re.search(
+        r"rank 2 .*exited on signal 9", out) is not None
+    failures += report(ok, f"rank 2 (second host) killed: exit {rc}, mpirun ended {took:.1f} s "
+                           f"after the kill, the last rank {gone:.1f} s", out)
+
+    # Unreachable hosts in a hostfile.
+    for what, name in (("an address no host holds", f"{subnet}.9"),
+                       ("a name that does not resolve", "nosuchhost.invalid")):
+        with open(f"{tmp}/hostfile", "w") as f:
+            f.write(f"{host_a} slots=2\n{name} slots=2\n")
+        t0 = time.time()
+        p = subprocess.run(mpirun(["--hostfile", f"{tmp}/hostfile", "-np", "4"], 60) +
+                           [rr, prog, f"--function={fn}", "--steps=2", *data, "--print=none"],
+                           capture_output=True, text=True, env=env)
+        took, out = time.time() - t0, p.stdout + p.stderr
+        ok = p.returncode not in (0, 124, 137) and took <= LIMIT and \
+            "ORTE was unable to reliably start one or more daemons" in out
+        first = next((line for line in out.splitlines() if line.strip() and "---" not in line),
+                     "")
+        failures += report(ok, f"hostfile with {what}: exit {p.returncode} after {took:.1f} s: "
+                               f"{first[:120]}", out)
+
+    # The second host's link goes down mid-run.
+    def link_down():
+        ip("link", "set", hosts[host_b], "down")
+        return None
+    env_link = {**env, "RAF_COMM_TIMEOUT": "5"}
+    rc, out, took, gone = run_fault(long_run("link"), tmp, f"{tmp}/link.jsonl", link_down,
+                                    env=env_link)
+    # raf's watchdog names the rank (RAF_COMM_TIMEOUT); mpirun, when its
+    # keepalives notice first, the host whose daemon it lost.
+    named = re.search(r"rank [0-9]+ is lost|lost rank|unreachable", out) or (
+        "lost communication with a remote daemon" in out and host_b in out)
+    ok = rc not in (0, None) and took <= LIMIT and gone <= LIMIT and bool(named)
+    m = re.search(r"rank [0-9]+ is lost.*|lost rank.*|.*unreachable.*|"
+                  r"lost communication with a remote daemon.*", out)
+    failures += report(ok, f"the second host's link down: exit {rc}, mpirun ended {took:.1f} s "
+                           f"after, the last rank {gone:.1f} s: {m.group(0) if m else ''}", out)
+    leftover = rank_pids(tmp)
+    failures += report(not leftover, f"no rank left running ({sorted(leftover.values())})")
+
+    print(f"multihost: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
