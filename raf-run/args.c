@@ -119,6 +119,14 @@ static int apply_flag(flag_id id, const char *v, rr_options *o) {
   }
   case FLAG_ATOL: return parse_number_flag(dashed, v, 0, &o->tol.atol) ? -1 : 1;
   case FLAG_RTOL: return parse_number_flag(dashed, v, 0, &o->tol.rtol) ? -1 : 1;
+  case FLAG_COMM_TIMEOUT:
+    if (!parse_number_flag(dashed, v, 0, &o->comm_timeout))
+      return 1;
+    if (o->comm_timeout <= 0) {
+      fprintf(stderr, "raf-run: %s: '%s' is not a number > 0\n", dashed, v);
+      return 1;
+    }
+    return -1;
   case FLAG_STEPS:
     if (!parse_number_flag(dashed, v, 1, &d) || d != (long)d)
       return 1;

@@ -27,6 +27,7 @@ typedef struct rr_options {
   const char *outputs[MAX_RESULT_FLAGS], *expected[MAX_RESULT_FLAGS];
   int noutputs, nexpected;
   rr_tolerance tol;
+  double comm_timeout; /* --comm-timeout, 0: the mpi dialect's default */
   long steps;
   const char *log, *save, *load;
   const char *dialects; /* --dialects, or NULL: the device's (run.h) */

@@ -264,6 +264,8 @@ static raf_status start_session(session *s, rr_options *o) {
   s->leader = rr_env_rank() == 0;
   s->m = load_module(s->ctx, o);
   s->f = s->m ? pick_function(s->ctx, s->m, o->function) : NULL;
+  if (o->comm_timeout > 0)
+    raf_mpi_set_timeout(o->comm_timeout);
   raf_status rc = s->f ? rr_dist_start(s->ctx, s->f, &s->d) : RAF_ERROR;
   if (rc == RAF_OK)
     rc = rr_dist_check_same(s->ctx, &s->d, s->m, s->f, o->steps);

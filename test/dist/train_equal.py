@@ -198,8 +198,8 @@ def check_faults(rr, tmp, model):
                  'kill -STOP $pid; wait $pid; else exec $cmd; fi' %
                  (rr, prog, fn, tmp, tmp))
     cases = [
-        ("rank 1 stops answering mid-run (RAF_COMM_TIMEOUT=3)",
-         ["env", "RAF_COMM_TIMEOUT=3"] + mpirun(2) + ["sh", "-c", stop_rank],
+        ("rank 1 stops answering mid-run (--comm-timeout=3)",
+         mpirun(2) + ["sh", "-c", stop_rank.replace("--print=none", "--print=none --comm-timeout=3")],
          r"rank 0: .*nothing from rank 1 for 3 s: rank 1 is lost"),
         ("rank 1's input file is missing", mpirun(2) + ["sh", "-c", rank_file],
          r"rank 1: .*missing\.npy"),
