@@ -196,6 +196,18 @@ ROWS = [
       for w in (2, 4) for z in range(4)],
     row("shard-w2-z2+amp-bf16+fuse+pm", f"autodiff,amp,{{opt}},{shard(2, 2)},{TAIL}",
         "bf16", world=2),
+    # overlap-comm's async collectives, with the passes around them.
+    *[row(f"shard-w2-z{z}+overlap", f"{BASE},{shard(2, z)},inline,fuse,overlap-comm,plan-memory",
+          "f32", world=2, tier="smoke" if z == 3 else "ci" if z == 0 else "full")
+      for z in range(4)],
+    row("shard-w2-z1+remat+overlap",
+        f"{BASE},{shard(2, 1)},inline,fuse,remat{{ratio=0.8}},overlap-comm,plan-memory",
+        "f32", world=2),
+    row("shard-w2-z1+amp-f16+overlap",
+        f"autodiff,amp{{dtype=f16}},{{opt}},{shard(2, 1)},inline,fuse,overlap-comm,plan-memory",
+        "f16", world=2),
+    row("overlap-after-plan", f"{BASE},{shard(2, 0)},{TAIL},overlap-comm",
+        "refused:pass 'overlap-comm' must run before 'plan-memory'"),
     row("shard-w2-z0-no-cblas", f"{BASE},{shard(2, 0)}", "f32", world=2,
         flags="--dialects=mpi,onednn,llvm,cpu-ref", needs=["onednn", "cblas"], tier="full"),
     # Refused: orders and combinations that cannot be made consistent.
