@@ -17,6 +17,7 @@
 #include "raf-run/profile.h"
 
 #include "ir/ir.h"
+#include "runtime/mpi.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,8 @@ static void print_row(FILE *out, int64_t ns, int64_t total, int64_t runs) {
           (long long)runs);
 }
 
-raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top) {
+raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top,
+                             long steps) {
   raf_profile_entry *e;
   int n = raf_exec_profile(ex, &e);
   if (n < 0)
@@ -113,6 +115,17 @@ raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top) {
       fprintf(out, " [%.1f]", f * (double)e[i].runs / (double)e[i].ns);
     fputc('\n', out);
   }
+  /* The collectives' time is not kernel time: they run on the mpi
+   * dialect's communication thread, and the step waits only for what
+   * compute did not hide (the wait statements above). */
+  raf_mpi_stats c = raf_comm_stats_of(ex);
+  if (c.calls > 0 && c.ns > 0 && steps > 0)
+    fprintf(out,
+            "  collectives: %.3f ms per step on the communication thread, "
+            "%.3f ms of it waited for (%.1f%% hidden behind compute)\n",
+            (double)c.ns / 1e6 / (double)steps,
+            (double)c.waited_ns / 1e6 / (double)steps,
+            100.0 * (double)(c.ns - c.waited_ns) / (double)c.ns);
   free(g);
   free(e);
   return RAF_OK;

@@ -8,8 +8,11 @@
 #include <stdio.h>
 
 /* Writes ex's kernel times to out: a table by op and dialect, then the
- * `top` costliest statements with their locations. Returns RAF_ERROR
+ * `top` costliest statements with their locations, then, in a sharded
+ * run, the collectives' time per step (of `steps`) and the share of it
+ * hidden behind compute. Returns RAF_ERROR
  * when out of memory (nothing written). */
-raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top);
+raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top,
+                             long steps);
 
 #endif

@@ -342,7 +342,7 @@ static raf_status run_session(session *s, const rr_options *o,
   if (rc == RAF_OK && o->print_comm && s->leader)
     print_comm(s->ex, o, total_ms);
   if (rc == RAF_OK && o->profile_top > 0 && !o->gradcheck && s->leader &&
-      rr_profile_report(s->ex, stderr, o->profile_top) != RAF_OK)
+      rr_profile_report(s->ex, stderr, o->profile_top, o->steps) != RAF_OK)
     rc = RAF_ERROR;
   end_job_on_error(s->ctx, &s->d, rc);
   return rc;
