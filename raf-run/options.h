@@ -29,6 +29,8 @@ typedef struct rr_options {
   rr_tolerance tol;
   long steps;
   const char *log, *save, *load;
+  long save_every; /* --save-every=N: 0 when not given */
+  bool resume;     /* --resume: go on from --save's file when it exists */
   const char *dialects; /* --dialects, or NULL: the device's (run.h) */
   bool check_numerics, print_memory, print_jit_stats, print_comm;
   rr_print_mode print;
