@@ -3,9 +3,10 @@
   ckpt_kill.py atomic RAF_RUN DIR     20 SIGKILLs of a run that saves an 8 MiB
                                       checkpoint after every step
   ckpt_kill.py write-error RAF_RUN DIR  a save that fails mid-write
-  ckpt_kill.py resume RAF_RUN STEP.raf DIR -- ARGS...
+  ckpt_kill.py resume RAF_RUN STEP.raf DIR [--np=N] -- ARGS...
                                       a run killed after some steps and
                                       resumed ends as one never killed
+                                      (with --np, N ranks under mpirun)
 
 atomic: Inputs/grow.raf's state after n steps is known (every element of
 %w is n, and %n is n), so whatever the file holds can be checked: after
@@ -27,6 +28,9 @@ resume: the step's uninterrupted run (--steps, --save, --log in ARGS, which
 must not hold them: they are added) against runs killed once the
 checkpoint has reached a step between 2 and STEPS - 2, then resumed with
 the same command line: the tensors and the logged losses bit for bit.
+Under mpirun every process of the job is killed at once (mpirun and the
+ranks, which Open MPI puts in process groups of their own), as when the
+machine fails; every mpirun runs under a timeout.
 """
 import json
 import os
@@ -142,11 +146,37 @@ def write_error(rr, d):
         print("%s: %s" % (what, p.stderr.strip().splitlines()[0]))
 
 
-def resume(rr, step_raf, d, args):
+def mpirun(n):
+    return ["env", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+            "OMPI_MCA_rmaps_base_oversubscribe=1", "timeout", str(TIMEOUT - 10),
+            "mpirun", "--oversubscribe", "--allow-run-as-root", "-np", str(n)]
+
+
+def kill_tree(pid):
+    """SIGKILL to pid and every process below it, the deepest first."""
+    def below(p):
+        out = []
+        try:
+            for task in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    for c in f.read().split():
+                        out += below(int(c)) + [int(c)]
+        except OSError:
+            pass
+        return out
+    for p in below(pid) + [pid]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def resume(rr, step_raf, d, args, np_=1):
     rng = random.Random(2)
     steps = 40
-    ref = os.path.join(d, "ref")
-    base = [rr, step_raf, "--steps=%d" % steps, "--print=none"] + args
+    ref = os.path.join(d, "ref%d" % np_)
+    launch = mpirun(np_) if np_ > 1 else []
+    base = launch + [rr, step_raf, "--steps=%d" % steps, "--print=none"] + args
     subprocess.run(base + ["--save=%s.safetensors" % ref, "--log=%s.jsonl" % ref],
                    check=True, timeout=TIMEOUT)
     want = read_whole(ref + ".safetensors")[0]
@@ -154,7 +184,7 @@ def resume(rr, step_raf, d, args):
     # One kill early, one midway, one late.
     targets = [rng.randint(2, 12), rng.randint(13, 25), rng.randint(26, steps - 2)]
     for trial, target in enumerate(targets):
-        out = os.path.join(d, "killed%d" % trial)
+        out = os.path.join(d, "killed%d.np%d" % (trial, np_))
         cmd = base + ["--save-every=1", "--resume", "--save=%s.safetensors" % out,
                       "--log=%s.jsonl" % out]
         p = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
@@ -165,7 +195,7 @@ def resume(rr, step_raf, d, args):
             except (OSError, ValueError, KeyError, AssertionError, struct.error):
                 pass
             time.sleep(0.001)
-        p.send_signal(signal.SIGKILL)
+        kill_tree(p.pid)
         p.wait(timeout=TIMEOUT)
         at = int(read_whole(out + ".safetensors")[1]["raf-run.step"])
         assert at < steps, "trial %d: the run ended before it was killed" % trial
@@ -175,8 +205,9 @@ def resume(rr, step_raf, d, args):
         assert not bad, "trial %d: differ after resuming at step %d: %s" % (trial, at, bad)
         log = [(x["step"], x["loss"]) for x in map(json.loads, open(out + ".jsonl"))]
         assert log == want_log, "trial %d: the log differs: %s" % (trial, log)
-        print("resume: killed with the checkpoint at step %d, resumed to %d: "
-              "%d tensors and %d losses bit for bit" % (at, steps, len(got), len(log)))
+        print("resume%s: killed with the checkpoint at step %d, resumed to %d: "
+              "%d tensors and %d losses bit for bit" % (
+                  " at world %d" % np_ if np_ > 1 else "", at, steps, len(got), len(log)))
 
 
 if __name__ == "__main__":
@@ -186,4 +217,7 @@ if __name__ == "__main__":
     elif mode == "write-error":
         write_error(sys.argv[2], sys.argv[3])
     else:
-        resume(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[6:])
+        dash = sys.argv.index("--")
+        opts = dict(a[2:].split("=") for a in sys.argv[5:dash])
+        resume(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[dash + 1:],
+               int(opts.get("np", 1)))
