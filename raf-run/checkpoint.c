@@ -145,9 +145,11 @@ raf_status rr_checkpoint_resume(raf_ctx *ctx, raf_exec *ex, const char *path,
   }
   p->step = step < 0 ? 0 : (long)step;
   for (int k = 0; k < p->ndatasets; k++) {
-    char key[256];
-    snprintf(key, sizeof key, KEY_DATASET "%s", p->datasets[k].name);
-    p->next[k] = counter(st, key);
+    char *key = malloc(sizeof KEY_DATASET + strlen(p->datasets[k].name));
+    if (key)
+      sprintf(key, KEY_DATASET "%s", p->datasets[k].name);
+    p->next[k] = key ? counter(st, key) : -1; /* -1: from the step */
+    free(key);
   }
   raf_safetensors_free(st);
   return rc;
@@ -160,9 +162,13 @@ raf_status rr_checkpoint_save(raf_ctx *ctx, raf_exec *ex, const char *path,
   raf_st_tensor *list = calloc((size_t)f->nargs + 1, sizeof *list);
   void **staged = calloc((size_t)f->nargs + 1, sizeof *staged);
   /* The metadata: producer, step, a position per dataset; each key and
-   * value, then the NULL. Keys and values live in text. */
+   * value, then the NULL. Keys and values live in text: a key is the
+   * prefix and the name, a value at most 20 digits. */
+  size_t room = 32;
+  for (int k = 0; k < nd; k++)
+    room += sizeof KEY_DATASET + strlen(p->datasets[k].name) + 32;
   const char **meta = calloc(2 * (size_t)nd + 7, sizeof *meta);
-  char *text = malloc(((size_t)nd + 1) * 320);
+  char *text = malloc(room);
   if (!list || !staged || !meta || !text) {
     free(list);
     free(staged);
@@ -178,18 +184,17 @@ raf_status rr_checkpoint_save(raf_ctx *ctx, raf_exec *ex, const char *path,
   if (p) {
     meta[nm++] = KEY_STEP;
     meta[nm++] = text;
-    snprintf(text, 32, "%ld", p->step);
+    char *at = text + snprintf(text, 32, "%ld", p->step) + 1;
     for (int k = 0; k < nd; k++) {
       int same = 0; /* a key once (two --dataset flags for one argument) */
       while (same < k && strcmp(p->datasets[same].name, p->datasets[k].name))
         same++;
       if (same < k)
         continue;
-      char *key = text + 320 * (size_t)(k + 1), *val = key + 288;
-      snprintf(key, 288, KEY_DATASET "%s", p->datasets[k].name);
-      snprintf(val, 32, "%lld", (long long)p->next[k]);
-      meta[nm++] = key;
-      meta[nm++] = val;
+      meta[nm++] = at;
+      at += sprintf(at, KEY_DATASET "%s", p->datasets[k].name) + 1;
+      meta[nm++] = at;
+      at += sprintf(at, "%lld", (long long)p->next[k]) + 1;
     }
   }
   meta[nm] = NULL;

@@ -324,7 +324,7 @@ static FILE *open_log(raf_ctx *ctx, const char *path, long first) {
     long keep = 0, step;
     while (fgets(line, sizeof line, log)) {
       size_t len = strlen(line);
-      if (line[len - 1] != '\n' ||
+      if (len == 0 || line[len - 1] != '\n' ||
           sscanf(line, "{\"step\": %ld", &step) != 1 || step > first)
         break;
       keep = ftell(log);
