@@ -151,6 +151,12 @@ static int apply_flag(flag_id id, const char *v, rr_options *o) {
   case FLAG_LOG: o->log = v; return -1;
   case FLAG_SAVE: o->save = v; return -1;
   case FLAG_LOAD: o->load = v; return -1;
+  case FLAG_SAVE_EVERY:
+    if (!parse_number_flag(dashed, v, 1, &d) || d != (long)d)
+      return 1;
+    o->save_every = (long)d;
+    return -1;
+  case FLAG_RESUME: o->resume = true; return -1;
   case FLAG_DIALECTS: o->dialects = v; return -1;
   case FLAG_DEVICE:
     if (!raf_device_kind_from_name(v, &o->device)) {
@@ -226,6 +232,13 @@ int rr_parse_args(int argc, char **argv, rr_options *o) {
                        o->save || o->log || o->print_given)) {
     fprintf(stderr, "raf-run: --gradcheck runs no steps: it takes none of "
             "--steps, --output, --expected-output, --save, --log, --print\n");
+    return 1;
+  }
+  /* Both name no file of their own: they are --save's. */
+  if ((o->save_every || o->resume) && !o->save) {
+    fprintf(stderr, "raf-run: %s needs --save=FILE.safetensors, the "
+            "checkpoint it %s\n", o->save_every ? "--save-every" : "--resume",
+            o->save_every ? "writes" : "goes on from");
     return 1;
   }
   o->grad.threads = o->threads;

@@ -4,7 +4,8 @@
  *   raf-run model.raf --function=NAME --input=x=@x.npy --input=w=1,2,3
  *           [--output=@out.npy] [--expected-output=@ref.npy]
  *           [--steps=N --dataset=x=@train.npy --log=run.jsonl]
- *           [--save=ckpt.safetensors] [--load=ckpt.safetensors]
+ *           [--save=ckpt.safetensors [--save-every=N] [--resume]]
+ *           [--load=ckpt.safetensors]
  *           [--gradcheck [--grad-tol=X]]   (gradcheck.c)
  *           [--print=summary|full|none] [--device=cpu|cuda]
  *   raf-run --device=cuda --list-devices
@@ -14,7 +15,7 @@
  * session.c puts a run together over the executor of include/raf/run.h;
  * train.c makes the arguments and runs the steps; values.c reads and
  * prints tensors; checkpoint.c, dist.c, gradcheck.c and profile.c are
- * --save/--load, mpirun, --gradcheck and --profile. See docs/raf-run.md.
+ * --save/--load/--resume, mpirun, --gradcheck and --profile. See docs/raf-run.md.
  */
 #include "raf-run/args.h"
 #include "raf-run/session.h"

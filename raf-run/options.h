@@ -30,6 +30,8 @@ typedef struct rr_options {
   double comm_timeout; /* --comm-timeout, 0: the mpi dialect's default */
   long steps;
   const char *log, *save, *load;
+  long save_every; /* --save-every=N: 0 when not given */
+  bool resume;     /* --resume: go on from --save's file when it exists */
   const char *dialects; /* --dialects, or NULL: the device's (run.h) */
   bool check_numerics, print_memory, print_jit_stats, print_comm;
   rr_print_mode print;

@@ -75,41 +75,14 @@ static raf_func *pick_function(raf_ctx *ctx, raf_module *m, const char *name) {
   return f;
 }
 
-/* --save: the leader writes every param and state whole, a sharded one
- * gathered from the ranks' parts first (every rank takes part). */
-static raf_status save_checkpoint(raf_ctx *ctx, raf_exec *ex, raf_module *m,
-                                  raf_func *f, const rr_options *o,
-                                  const rr_dist *d, raf_tensor **args) {
-  if (d->world <= 1)
-    return rr_checkpoint_save(ctx, ex, o->save, f, args);
-  raf_tensor **whole = calloc((size_t)f->nargs + 1, sizeof *whole);
-  raf_status rc = whole ? RAF_OK : RAF_ERROR;
-  for (int i = 0; rc == RAF_OK && i < f->nargs; i++) {
-    raf_type *t = rr_dist_whole_type(m, f, i, d);
-    bool part = raf_attrs_find(&f->args[i].attrs, "sharded") != NULL;
-    whole[i] = !part ? args[i] : d->rank == 0 ? rr_host_tensor(t) : NULL;
-    if (d->rank == 0 && !whole[i])
-      rc = RAF_ERROR;
-    else if (part)
-      rc = rr_dist_gather(ctx, ex, d, args[i], whole[i]);
-  }
-  if (rc == RAF_OK && d->rank == 0)
-    rc = rr_checkpoint_save(ctx, ex, o->save, f, whole);
-  for (int i = 0; whole && i < f->nargs; i++)
-    if (whole[i] != args[i])
-      rr_host_tensor_free(whole[i]);
-  free(whole);
-  return rc;
-}
-
 /* rank 0's --print-comm line: what the collectives sent, how long they
  * took (waiting for the other ranks included) and how much of that the
  * step waited for, per step; the rest ran behind compute (overlap-comm's
  * async collectives). The nccl dialect's run on the GPU's
  * stream, untimed by the host: --profile times them. */
-static void print_comm(const raf_exec *ex, const rr_options *o, double total_ms) {
+static void print_comm(const raf_exec *ex, long ran, double total_ms) {
   raf_mpi_stats st = raf_comm_stats_of(ex);
-  double steps = (double)o->steps, ms = (double)st.ns * 1e-6;
+  double steps = (double)ran, ms = (double)st.ns * 1e-6;
   fprintf(stderr,
           "comm: %.3f MB (%.0f bytes) sent per rank per step, %.0f "
           "collectives per step, ",
@@ -222,6 +195,11 @@ typedef struct session {
   raf_tensor **args, **results;
   rr_dataset ds[MAX_DATASETS];
   bool leader; /* the rank that says why a run failed, and prints */
+  const rr_options *o;
+  /* --resume: the steps the checkpoint had done (first), else 0; and the
+   * counters --save writes (progress). */
+  long first;
+  rr_progress progress;
 } session;
 
 /* The device, then the executor and its dialect choice; says on stderr
@@ -295,9 +273,20 @@ static raf_status start_session(session *s, rr_options *o) {
     return rc;
   s->args = calloc((size_t)s->f->nargs + 1, sizeof *s->args);
   s->results = calloc((size_t)s->f->nresults + 1, sizeof *s->results);
+  /* --resume goes on from --save's file when there is one; without it the
+   * run starts at step 1, so one command line starts a run and restarts
+   * it after a fault. */
+  s->progress.datasets = o->datasets;
+  s->progress.ndatasets = o->ndatasets;
+  bool resume = o->resume && access(o->save, F_OK) == 0;
+  if (o->resume && !resume && s->leader)
+    fprintf(stderr, "raf-run: note: --resume: no checkpoint '%s' yet; "
+            "starting at step 1\n", o->save);
   rc = s->args && s->results
-           ? rr_make_args(s->ctx, s->ex, s->m, s->f, o, &s->d, s->args, s->ds)
+           ? rr_make_args(s->ctx, s->ex, s->m, s->f, o, &s->d, s->args, s->ds,
+                          resume ? &s->progress : NULL)
            : RAF_ERROR;
+  s->first = resume ? s->progress.step : 0;
   if (s->d.world > 1 && raf_mpi_any(rc != RAF_OK)) {
     if (rc == RAF_OK)
       raf_diag_clear(s->ctx);
@@ -305,6 +294,21 @@ static raf_status start_session(session *s, rr_options *o) {
     return RAF_ERROR;
   }
   return rc;
+}
+
+/* --save's checkpoint after `done` steps (counted over resumed runs):
+ * the params and states, the step and each dataset's next batch. Every
+ * rank calls it. */
+static raf_status save_at(void *self, long done) {
+  session *s = self;
+  rr_progress *p = &s->progress;
+  p->step = done;
+  for (int k = 0; k < p->ndatasets; k++)
+    p->next[k] = s->ds[k].arg < 0 ? 0
+                                  : (s->ds[k].start + (done - s->first)) %
+                                        s->ds[k].batches;
+  return rr_checkpoint_save_dist(s->ctx, s->ex, s->m, s->f, &s->d, s->o->save,
+                                 s->args, p);
 }
 
 /* The steps or the gradient check, then what was asked of the results:
@@ -315,6 +319,23 @@ static raf_status run_session(session *s, const rr_options *o,
                               bool *failed) {
   raf_status rc = RAF_OK;
   double total_ms = 0;
+  if (s->first >= o->steps) {
+    /* A resumed run that had finished: nothing runs, and there are no
+     * results to write or check. */
+    if (o->noutputs || o->nexpected) {
+      raf_diag_report(s->ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                      "--resume: %s has done %ld steps of --steps=%ld: no "
+                      "step is left to make the results of --output or "
+                      "--expected-output",
+                      o->save, s->first, o->steps);
+      return RAF_ERROR;
+    }
+    if (s->leader)
+      fprintf(stderr, "raf-run: note: --resume: '%s' has done %ld steps of "
+              "--steps=%ld; no step is left to run\n", o->save, s->first,
+              o->steps);
+    return RAF_OK;
+  }
   if (o->gradcheck) {
     for (int k = 0; k < o->ndatasets && rc == RAF_OK; k++)
       rc = rr_feed(s->ex, &s->ds[k], 0, s->args[s->ds[k].arg]);
@@ -322,14 +343,15 @@ static raf_status run_session(session *s, const rr_options *o,
       rc = rr_gradcheck(s->ctx, s->ex, s->m, s->f, s->args, &o->grad,
                         stdout, failed);
   } else {
+    rr_saver saver = {save_at, s};
     rc = rr_run_steps(s->ctx, s->ex, s->f, o, s->leader, s->args, s->ds,
-                      s->results, &total_ms);
+                      s->results, s->first, &saver, &total_ms);
     if (rc == RAF_OK && s->leader)
       rc = rr_report_results(s->ctx, s->f, o, s->ex, s->results, failed);
   }
   end_job_on_error(s->ctx, &s->d, rc);
   if (rc == RAF_OK && o->save)
-    rc = save_checkpoint(s->ctx, s->ex, s->m, s->f, o, &s->d, s->args);
+    rc = save_at(s, o->steps);
   if (rc == RAF_OK && o->print_memory) {
     char rank_tag[32] = "";
     if (s->d.world > 1)
@@ -340,7 +362,7 @@ static raf_status run_session(session *s, const rr_options *o,
   if (o->print_jit_stats && s->leader)
     raf_llvm_report(s->ex, stderr);
   if (rc == RAF_OK && o->print_comm && s->leader)
-    print_comm(s->ex, o, total_ms);
+    print_comm(s->ex, o->steps - s->first, total_ms);
   if (rc == RAF_OK && o->profile_top > 0 && !o->gradcheck && s->leader &&
       rr_profile_report(s->ex, stderr, o->profile_top, o->steps) != RAF_OK)
     rc = RAF_ERROR;
@@ -376,6 +398,7 @@ int rr_session(rr_options *o) {
     return 1;
   }
   bool failed = false;
+  s->o = o;
   raf_status rc = start_session(s, o);
   if (rc == RAF_OK)
     rc = run_session(s, o, &failed);

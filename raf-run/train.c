@@ -113,10 +113,11 @@ static raf_status open_dataset(raf_ctx *ctx, const raf_func *f,
   return RAF_OK;
 }
 
-/* Step `step`'s batch into t, on the executor's device. */
+/* The batch of the step `step` after the first into t, on the executor's
+ * device. */
 raf_status rr_feed(raf_exec *ex, const rr_dataset *ds, long step,
                        raf_tensor *t) {
-  int64_t b = step % ds->batches;
+  int64_t b = (ds->start + step) % ds->batches;
   return raf_exec_write(ex, t, 0,
                         (const char *)ds->all.data +
                             (size_t)b * ds->slice_bytes + ds->rank_offset,
@@ -129,10 +130,15 @@ static raf_status fill_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
                             const rr_options *o, int rank,
                             raf_tensor *const *whole,
                             raf_tensor *const *args, bool *given,
-                            rr_dataset *ds) {
+                            rr_dataset *ds, rr_progress *resume) {
   raf_status rc = RAF_OK;
   if (o->load &&
       rr_checkpoint_load(ctx, ex, o->load, f, whole, given) != RAF_OK)
+    rc = RAF_ERROR;
+  /* After --load, over which it goes on (--load may give initial values
+   * to a first run that --resume then continues). */
+  if (resume && rr_checkpoint_resume(ctx, ex, o->save, f, whole, given,
+                                     resume) != RAF_OK)
     rc = RAF_ERROR;
   for (int k = 0; k < o->ninputs; k++) {
     int i = arg_index(f, o->inputs[k].name);
@@ -144,7 +150,7 @@ static raf_status fill_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
     char what[160];
     snprintf(what, sizeof what, "--input=%s: argument %%%s", o->inputs[k].name,
              o->inputs[k].name);
-    if (given[i] && !o->load) {
+    if (given[i] && !o->load && !resume) {
       raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
                       "--input: argument %%%s is given twice",
                       o->inputs[k].name);
@@ -164,6 +170,11 @@ static raf_status fill_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
       continue;
     }
     given[ds[k].arg] = true;
+    /* Where the interrupted run was: its saved batch, else the one its
+     * step reads (a dataset it did not have). */
+    if (resume)
+      ds[k].start = (resume->next[k] >= 0 ? resume->next[k] : resume->step) %
+                    ds[k].batches;
   }
   char missing[1024] = "";
   size_t nm = 0;
@@ -197,7 +208,8 @@ static raf_status fill_args(raf_ctx *ctx, raf_exec *ex, raf_func *f,
  * in a host tensor copied to the device once made. */
 raf_status rr_make_args(raf_ctx *ctx, raf_exec *ex, raf_module *m,
                             raf_func *f, const rr_options *o, const rr_dist *d,
-                            raf_tensor **args, rr_dataset *ds) {
+                            raf_tensor **args, rr_dataset *ds,
+                            rr_progress *resume) {
   bool given[1024] = {false};
   raf_tensor *whole[1024] = {NULL};
   raf_status rc = RAF_OK;
@@ -210,7 +222,7 @@ raf_status rr_make_args(raf_ctx *ctx, raf_exec *ex, raf_module *m,
       rc = RAF_ERROR;
   }
   if (rc == RAF_OK)
-    rc = fill_args(ctx, ex, f, o, d->rank, whole, args, given, ds);
+    rc = fill_args(ctx, ex, f, o, d->rank, whole, args, given, ds, resume);
   for (int i = 0; i < f->nargs; i++) {
     if (whole[i] == args[i])
       continue;
@@ -240,9 +252,10 @@ static raf_status scalar_loss(raf_exec *ex, const raf_tensor *t, double *loss,
   return RAF_OK;
 }
 
-static void progress(long step, long steps, double loss, bool has_loss,
-                     double elapsed_ms) {
-  double rate = step / (elapsed_ms / 1e3);
+/* ran: the steps this process ran, of which step is the last. */
+static void progress(long step, long steps, long ran, double loss,
+                     bool has_loss, double elapsed_ms) {
+  double rate = (double)ran / (elapsed_ms / 1e3);
   double eta = (double)(steps - step) / (rate > 0 ? rate : 1);
   fprintf(stderr, "\rstep %ld/%ld", step, steps);
   if (has_loss)
@@ -317,28 +330,56 @@ raf_status rr_report_results(raf_ctx *ctx, raf_func *f, const rr_options *o,
   return rc;
 }
 
+/* The --log file, new; or on resume after `first` steps, the same file
+ * cut after its lines of steps 1..first (a killed run may have logged
+ * steps past its last checkpoint, and half a line), so that it reads as
+ * one run's. */
+static FILE *open_log(raf_ctx *ctx, const char *path, long first) {
+  FILE *log = first > 0 ? fopen(path, "r+") : NULL;
+  if (log) {
+    char line[512];
+    long keep = 0, step;
+    while (fgets(line, sizeof line, log)) {
+      size_t len = strlen(line);
+      if (len == 0 || line[len - 1] != '\n' ||
+          sscanf(line, "{\"step\": %ld", &step) != 1 || step > first)
+        break;
+      keep = ftell(log);
+    }
+    if (keep >= 0 && ftruncate(fileno(log), keep) == 0 &&
+        fseek(log, 0, SEEK_END) == 0)
+      return log;
+    fclose(log);
+    log = NULL;
+  } else {
+    log = fopen(path, "w");
+  }
+  if (!log)
+    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
+                    "--log: cannot write '%s': %s", path, strerror(errno));
+  return log;
+}
+
 /* Runs the steps; the last step's results are left in results, and the
  * time of all the steps in *total_ms. Only the leader (rank 0) logs and
  * shows progress. */
 raf_status rr_run_steps(raf_ctx *ctx, raf_exec *ex, raf_func *f,
                       const rr_options *o, bool leader, raf_tensor **args,
-                      rr_dataset *ds, raf_tensor **results, double *total_ms) {
+                      rr_dataset *ds, raf_tensor **results, long first,
+                      const rr_saver *saver, double *total_ms) {
   FILE *log = NULL;
   *total_ms = 0;
-  if (leader && o->log && !(log = fopen(o->log, "w"))) {
-    raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,
-                    "--log: cannot write '%s': %s", o->log, strerror(errno));
+  if (leader && o->log && !(log = open_log(ctx, o->log, first)))
     return RAF_ERROR;
-  }
-  bool tty = leader && o->steps > 1 && isatty(STDERR_FILENO);
+  bool tty = leader && o->steps - first > 1 && isatty(STDERR_FILENO);
   double start = now_ms(), last_shown = 0;
   raf_status rc = RAF_OK;
-  for (long s = 0; s < o->steps && rc == RAF_OK; s++) {
+  for (long s = first; s < o->steps && rc == RAF_OK; s++) {
     for (int k = 0; k < o->ndatasets && rc == RAF_OK; k++)
-      rc = rr_feed(ex, &ds[k], s, args[ds[k].arg]);
+      rc = rr_feed(ex, &ds[k], s - first, args[ds[k].arg]);
     if (rc != RAF_OK)
       break;
-    if (s > 0)
+    if (s > first)
       for (int r = 0; r < f->nresults; r++) {
         raf_exec_free(ex, results[r]);
         results[r] = NULL;
@@ -364,12 +405,18 @@ raf_status rr_run_steps(raf_ctx *ctx, raf_exec *ex, raf_func *f,
         fprintf(log, isfinite(loss) ? ", \"loss\": %.8g" : ", \"loss\": null",
                 loss);
       fprintf(log, ", \"ms\": %.4f}\n", ms);
+      /* A line per step reaches the file as the step ends, so a killed
+       * run's log has every step it finished. */
+      fflush(log);
     }
     double now = now_ms();
     if (tty && (now - last_shown > 100 || s + 1 == o->steps)) {
-      progress(s + 1, o->steps, loss, has_loss, now - start);
+      progress(s + 1, o->steps, s + 1 - first, loss, has_loss, now - start);
       last_shown = now;
     }
+    /* The last step's checkpoint is the run's own, written after it. */
+    if (o->save_every && (s + 1) % o->save_every == 0 && s + 1 < o->steps)
+      rc = saver->save(saver->self, s + 1);
   }
   if (log && fclose(log) != 0) {
     raf_diag_report(ctx, (raf_loc){0}, RAF_SEV_ERROR,

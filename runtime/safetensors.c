@@ -600,6 +600,28 @@ static FILE *open_temp(const char *path, char **tmp) {
   return NULL;
 }
 
+/* Makes a rename in path's directory durable (fsync of the directory). A
+ * file system that cannot sync directories (EINVAL) has nothing to do. */
+static raf_status sync_dir(raf_ctx *ctx, const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path) + 1 : 0;
+  char *dir = malloc(n + 2);
+  if (!dir)
+    return fail(ctx, path, "out of memory");
+  memcpy(dir, slash ? path : ".", slash ? n : 1);
+  dir[slash ? n : 1] = '\0';
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  int err = fd < 0 ? errno : fsync(fd) != 0 ? errno : 0;
+  if (fd >= 0)
+    close(fd);
+  raf_status rc = err && err != EINVAL
+                      ? fail(ctx, path, "written, but its directory '%s' "
+                             "could not be synced: %s", dir, strerror(err))
+                      : RAF_OK;
+  free(dir);
+  return rc;
+}
+
 raf_status raf_safetensors_write(raf_ctx *ctx, const char *path,
                                  const raf_st_tensor *tensors, int n,
                                  const char *const *metadata) {
@@ -627,6 +649,13 @@ raf_status raf_safetensors_write(raf_ctx *ctx, const char *path,
     ok = tensors[i].nbytes == 0 ||
          fwrite(tensors[i].data, 1, tensors[i].nbytes, f) == tensors[i].nbytes;
   int err = ok ? 0 : errno;
+  /* The data reaches the disk before the rename makes it the file, so a
+   * crash of the machine, not only of the process, leaves the old file or
+   * the whole new one. */
+  if (ok && (fflush(f) != 0 || (tmp && fsync(fileno(f)) != 0))) {
+    ok = false;
+    err = errno;
+  }
   if (fclose(f) != 0 && ok) {
     ok = false;
     err = errno;
@@ -636,10 +665,12 @@ raf_status raf_safetensors_write(raf_ctx *ctx, const char *path,
     ok = false;
     err = errno;
   }
+  bool renamed = ok && tmp;
   if (!ok && tmp)
     remove(tmp);
   free(tmp);
-  return ok ? RAF_OK
-            : fail(ctx, path, "cannot write file%s%s", err ? ": " : "",
-                   err ? strerror(err) : "");
+  if (!ok)
+    return fail(ctx, path, "cannot write file%s%s", err ? ": " : "",
+                err ? strerror(err) : "");
+  return renamed ? sync_dir(ctx, path) : RAF_OK;
 }

@@ -57,7 +57,11 @@ const char *raf_safetensors_metadata(const raf_safetensors *st,
  * NULL-terminated list of key, value strings. The header is padded with
  * spaces so the data starts 8-byte aligned, as the reference writer does.
  * A regular file is written under a temporary name in the same directory
- * and renamed at the end, so an earlier file survives any failure. */
+ * (PATH.tmp-PID-N), synced to the disk (fsync), renamed over path and the
+ * directory synced, so an earlier file survives any failure, a process
+ * killed in the middle and a crash of the machine included: path is always
+ * the old file or the whole new one. A process killed while writing may
+ * leave its temporary file behind; it is never read. */
 raf_status raf_safetensors_write(raf_ctx *ctx, const char *path,
                                  const raf_st_tensor *tensors, int n,
                                  const char *const *metadata);
