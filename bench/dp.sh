@@ -13,6 +13,8 @@
 #   Environment:
 #     ROUNDS     runs of each variant, interleaved, the order reversed
 #                every other round (default 3)
+#     VARIANTS   the runs, "single" first (default "single z0 z1 z2 z3 o0
+#                o1 o2 o3": zN is shard{zero=N}, oN the same with overlap-comm)
 #
 # The host is shared and its speed drifts by tens of percent within
 # minutes, so a variant's share of the single process's tokens/s is taken
@@ -41,7 +43,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(timeout 1800 mpirun --oversubscribe --allow-run-as-root --bind-to none -np 2)
 base='autodiff,optimizer{kind=adamw lr=3e-4}'
 tail='inline,fuse,plan-memory'
-variants=(single z0 z1 z2 z3 o0 o1 o2 o3)
+read -r -a variants <<< "${VARIANTS:-single z0 z1 z2 z3 o0 o1 o2 o3}"
 
 for cfg in $configs; do
   IFS=x read -r layers embd batch seq <<< "$cfg"
@@ -66,7 +68,10 @@ PY
   done
   for ((r = 0; r < rounds; r++)); do
     order=("${variants[@]}")
-    if ((r % 2)); then order=(o3 o2 o1 o0 z3 z2 z1 z0 single); fi
+    if ((r % 2)); then
+      order=()
+      for ((i = ${#variants[@]} - 1; i >= 0; i--)); do order+=("${variants[i]}"); done
+    fi
     for v in "${order[@]}"; do
       echo "  $cfg round $((r + 1))/$rounds: $v" >&2
       if [ "$v" = single ]; then run=("$build/raf-run"); threads=2
