@@ -13,6 +13,7 @@
 #   Environment:
 #     ROUNDS     runs of each variant, interleaved, the order reversed
 #                every other round (default 3)
+#     RANKS      ranks of the sharded runs, one thread each (default 2)
 #     VARIANTS   the runs, "single" first (default "single z0 z1 z2 z3 o0
 #                o1 o2 o3": zN is shard{zero=N}, oN the same with overlap-comm)
 #
@@ -40,7 +41,8 @@ rounds=${ROUNDS:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=(timeout 1800 mpirun --oversubscribe --allow-run-as-root --bind-to none -np 2)
+ranks=${RANKS:-2}
+mpi=(timeout 1800 mpirun --oversubscribe --allow-run-as-root --bind-to none -np "$ranks")
 base='autodiff,optimizer{kind=adamw lr=3e-4}'
 tail='inline,fuse,plan-memory'
 read -r -a variants <<< "${VARIANTS:-single z0 z1 z2 z3 o0 o1 o2 o3}"
@@ -60,8 +62,8 @@ PY
   for v in "${variants[@]}"; do
     pipe="$base,$tail"
     case $v in
-      z*) pipe="$base,shard{world=2 zero=${v#z}},$tail" ;;
-      o*) pipe="$base,shard{world=2 zero=${v#o}},${tail/plan-memory/overlap-comm,plan-memory}" ;;
+      z*) pipe="$base,shard{world=$ranks zero=${v#z}},$tail" ;;
+      o*) pipe="$base,shard{world=$ranks zero=${v#o}},${tail/plan-memory/overlap-comm,plan-memory}" ;;
     esac
     "$build/raf-opt" -p "$pipe" --stats "$tmp/m.raf" -o "$tmp/$v.raf" 2>&1 >/dev/null \
       | grep "memory @gpt2_train_step" > "$tmp/$v.stats"
@@ -83,9 +85,10 @@ PY
   done
   echo "== GPT-2 $layers layers, embedding $embd, global batch ${batch}x$seq" \
     "($((batch * seq)) tokens a step), $rounds round(s) of $steps steps"
-  /usr/bin/python3 - "$tmp" "$rounds" "$((batch * seq))" "$cfg" "${variants[@]}" <<'PY'
+  /usr/bin/python3 - "$tmp" "$rounds" "$((batch * seq))" "$cfg" "$ranks" "${variants[@]}" <<'PY'
 import json, re, statistics as stat, sys
-tmp, rounds, tokens, cfg, variants = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+tmp, rounds, tokens, cfg, ranks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+variants = sys.argv[6:]
 
 def steps_ms(v, r):  # the steps of one run after its first
     ms = [json.loads(l)["ms"] for l in open(f"{tmp}/{v}.{r}.jsonl")]
@@ -115,7 +118,7 @@ for v in variants:
           f"{f'{peak:.1f}/{args:.1f}':>22}")
     if v != "single":
         goal = {"o0": 95, "o2": 95, "o3": 90}.get(v)
-        print(f"target: dp {cfg} {v} 2 ranks vs 1 process x 2 threads: "
+        print(f"target: dp {cfg} {v} {ranks} ranks vs 1 process x 2 threads: "
               f"{stat.median(share):.1f}% (median of {rounds} rounds)"
               + (f", target >= {goal}%" if goal else "")
               + (f"; {hidden:.1f}% of the collectives' time hidden" if v[0] == "o" else ""),
