@@ -2,15 +2,16 @@
 """multihost.py --bin BUILD: sharded training across two hosts over TCP,
 the hosts being network namespaces of this machine.
 
-Two namespaces (rafmh<pid>a and rafmh<pid>b), each with loopback and one
-veth whose other end is on a bridge in the root namespace, hold the
-addresses 10.213.S.2 and 10.213.S.3 (S from the pid); the bridge holds
-10.213.S.1. mpirun runs in the root namespace with `--host A:2,B:2` (the
-addresses as host names) and Open MPI's rsh launcher with
-test/dist/netns-agent.sh as its agent, which starts each host's daemon in
-its namespace; the ranks talk TCP only (btl tcp,self) on that subnet, and
-mpirun's daemons find each other there too (oob_tcp_if_include), with TCP
-keepalives of a few seconds so that a daemon whose host is gone is noticed.
+Two namespaces (rafmh<pid>a and rafmh<pid>b, made by test/dist/netns.py),
+each with loopback and one veth whose other end is on a bridge in the root
+namespace, hold the addresses 10.213.S.2 and 10.213.S.3 (S from the pid);
+the bridge holds 10.213.S.1. mpirun runs in the root namespace with
+`--host A:2,B:2` (the addresses as host names) and Open MPI's rsh launcher
+with test/dist/netns-agent.sh as its agent, which starts each host's
+daemon in its namespace; the ranks talk TCP only (btl tcp,self) on that
+subnet, and mpirun's daemons find each other there too
+(oob_tcp_if_include), with TCP keepalives of a few seconds so that a
+daemon whose host is gone is noticed.
 
 - The MLP and a small GPT-2 at world 4 (2 hosts x 2 ranks), zero 0 and 2,
   train 10 AdamW steps with the losses and the saved checkpoint of one
@@ -37,61 +38,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
 from faults import ENV, LIMIT, kill_rank, rank_pids, run_fault, report  # noqa: E402
 from safetensors_np import read as read_safetensors  # noqa: E402
+import netns  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PREFIX = "rafmh"
 STEPS = 10
-
-
-def ip(*args, check=True):
-    p = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if check and p.returncode:
-        raise RuntimeError(f"ip {' '.join(args)}: {p.stderr.strip()}")
-    return p
-
-
-def remove_net(pid):
-    """Removes run pid's namespaces (ending what still runs in them), its
-    bridge and veths; quietly, whatever exists."""
-    for ns in (f"{PREFIX}{pid}a", f"{PREFIX}{pid}b"):
-        if os.path.exists(f"/var/run/netns/{ns}"):
-            for q in ip("netns", "pids", ns, check=False).stdout.split():
-                try:
-                    os.kill(int(q), 9)
-                except (OSError, ValueError):
-                    pass
-            ip("netns", "del", ns, check=False)
-        ip("link", "del", ns, check=False)  # the root side of its veth
-    ip("link", "del", f"{PREFIX}b{pid}", check=False)
-
-
-def remove_stale():
-    """The namespaces and links of earlier runs whose process is gone."""
-    names = os.listdir("/var/run/netns") if os.path.isdir("/var/run/netns") else []
-    names += re.findall(r"^\d+: ([^:@]+)", ip("-o", "link", check=False).stdout, re.M)
-    for name in names:
-        m = re.fullmatch(PREFIX + r"b?(\d+)[ab]?", name)
-        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
-            remove_net(int(m.group(1)))
-
-
-def make_net(pid, subnet):
-    """Two hosts on a bridge; returns {address: namespace}."""
-    br = f"{PREFIX}b{pid}"
-    ip("link", "add", br, "type", "bridge")
-    ip("addr", "add", f"{subnet}.1/24", "dev", br)
-    ip("link", "set", br, "up")
-    hosts = {}
-    for k, side in ((2, "a"), (3, "b")):
-        ns = f"{PREFIX}{pid}{side}"
-        ip("netns", "add", ns)
-        ip("link", "add", ns, "type", "veth", "peer", "name", "eth0", "netns", ns)
-        ip("link", "set", ns, "master", br, "up")
-        ip("-n", ns, "addr", "add", f"{subnet}.{k}/24", "dev", "eth0")
-        ip("-n", ns, "link", "set", "eth0", "up")
-        ip("-n", ns, "link", "set", "lo", "up")
-        hosts[f"{subnet}.{k}"] = ns
-    return hosts
 
 
 def losses(log):
@@ -108,40 +59,29 @@ def main():
     if " mpi" not in probe.stdout.partition("dialects:")[2]:
         print("SKIP: raf-run was built without MPI")
         return 77
-    if not shutil.which("ip") or not shutil.which("mpirun"):
-        print("SKIP: no `ip` (iproute2) or no mpirun")
+    if not shutil.which("mpirun"):
+        print("SKIP: no mpirun")
         return 77
     pid = os.getpid()
     subnet = f"10.213.{pid % 250 + 1}"
-    try:
-        remove_stale()
-        hosts = make_net(pid, subnet)
-    except (RuntimeError, OSError) as e:
-        remove_net(pid)
-        print(f"SKIP: cannot make network namespaces ({e}); this test needs root "
-              "(CAP_NET_ADMIN)")
+    tmp = tempfile.mkdtemp(prefix="raf-multihost-")
+    hosts = netns.up(PREFIX, pid, subnet, f"{tmp}/netns.map")
+    if hosts is None:
+        print("SKIP: cannot make network namespaces (the reason above); this test needs root")
         return 77
     try:
-        return run_tests(opt, rr, pid, subnet, hosts)
+        return run_tests(opt, rr, tmp, subnet, hosts)
     finally:
-        remove_net(pid)
+        netns.remove_net(PREFIX, pid)
 
 
-def run_tests(opt, rr, pid, subnet, hosts):
-    tmp = tempfile.mkdtemp(prefix="raf-multihost-")
-    with open(f"{tmp}/netns.map", "w") as f:
-        f.writelines(f"{a} {ns}\n" for a, ns in hosts.items())
+def run_tests(opt, rr, tmp, subnet, hosts):
     host_a, host_b = sorted(hosts)
-    env = {**ENV, "RAF_NETNS_MAP": f"{tmp}/netns.map", "PMIX_MCA_gds": "hash"}
-    net = f"{subnet}.0/24"
+    env = {**ENV, **netns.ENV, "RAF_NETNS_MAP": f"{tmp}/netns.map"}
 
     def mpirun(hostlist, timeout=120):
         return ["timeout", "-k", "5", str(timeout), "mpirun", "--allow-run-as-root",
-                "--mca", "plm_rsh_agent", f"{HERE}/netns-agent.sh",
-                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", net,
-                "--mca", "oob_tcp_if_include", net,
-                "--mca", "oob_tcp_keepalive_time", "2", "--mca", "oob_tcp_keepalive_intvl", "1",
-                "--mca", "oob_tcp_keepalive_probes", "3", *hostlist]
+                *netns.mpirun_args(subnet), *hostlist]
 
     hosts4 = ["--host", f"{host_a}:2,{host_b}:2", "-np", "4"]
 
@@ -229,7 +169,7 @@ def run_tests(opt, rr, pid, subnet, hosts):
 
     # The second host's link goes down mid-run.
     def link_down():
-        ip("link", "set", hosts[host_b], "down")
+        netns.ip("link", "set", hosts[host_b], "down")
         return None
     env_link = {**env, "RAF_COMM_TIMEOUT": "5"}
     rc, out, took, gone = run_fault(long_run("link"), tmp, f"{tmp}/link.jsonl", link_down,
