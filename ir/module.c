@@ -610,10 +610,9 @@ void raf_stmt_insert_before(raf_func *f, raf_stmt *s, raf_stmt *before) {
   }
 }
 
-void raf_stmt_move_before(raf_stmt *s, raf_stmt *before) {
+/* Takes s out of its function's list, leaving everything else as it is. */
+static void stmt_unlink(raf_stmt *s) {
   raf_func *f = s->func;
-  if (s == before)
-    return;
   if (s->prev)
     s->prev->next = s->next;
   else
@@ -622,6 +621,14 @@ void raf_stmt_move_before(raf_stmt *s, raf_stmt *before) {
     s->next->prev = s->prev;
   else
     f->last = s->prev;
+  s->prev = s->next = NULL;
+}
+
+void raf_stmt_move_before(raf_stmt *s, raf_stmt *before) {
+  if (s == before)
+    return;
+  raf_func *f = s->func;
+  stmt_unlink(s);
   raf_stmt_insert_before(f, s, before);
 }
 
@@ -634,15 +641,7 @@ void raf_stmt_erase(raf_stmt *s) {
     if (v->name && raf_strmap_get(&f->names, v->name, strlen(v->name)) == v)
       raf_strmap_remove(&f->names, v->name, strlen(v->name));
   }
-  if (s->prev)
-    s->prev->next = s->next;
-  else
-    f->first = s->next;
-  if (s->next)
-    s->next->prev = s->prev;
-  else
-    f->last = s->prev;
-  s->prev = s->next = NULL;
+  stmt_unlink(s);
   s->func = NULL;
 }
 

@@ -135,6 +135,10 @@ static raf_status split(overlap *o, raf_func *f, raf_stmt *s, pair *out) {
   for (int i = 0; i < k; i++)
     raf_use_set(uses[i], w->results[0]);
   free(uses);
+  /* A dispatched start's wait runs on its dialect, which holds the job. */
+  const raf_attr *dialect = raf_attrs_find(&s->attrs, "dialect");
+  if (dialect && raf_stmt_set_attr(o->m, w, dialect) != RAF_OK)
+    return RAF_ERROR;
   raf_stmt_insert_before(f, w, first);
   *out = (pair){s, w,
                 raf_mem_bytes(s->operands[0].value->type) +

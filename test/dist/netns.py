@@ -105,9 +105,14 @@ def up(prefix, pid, subnet, map_path):
 
 
 def mpirun_args(subnet):
-    """mpirun's options for ranks on the hosts of subnet, over TCP only."""
+    """mpirun's options for ranks on the hosts of subnet, over TCP only.
+    `rtc ^hwloc`: each daemon would write its hardware topology into shared
+    memory at a fixed address, and two daemons on one machine (our two
+    "hosts" share its memory) sometimes collide there: the second daemon
+    crashed in hwloc_shmem_topology_write (seen once in a ctest run). The
+    ranks then read the topology themselves."""
     net = f"{subnet}.0/24"
-    return ["--mca", "plm_rsh_agent", AGENT,
+    return ["--mca", "rtc", "^hwloc", "--mca", "plm_rsh_agent", AGENT,
             "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", net,
             "--mca", "oob_tcp_if_include", net,
             "--mca", "oob_tcp_keepalive_time", "2", "--mca", "oob_tcp_keepalive_intvl", "1",
