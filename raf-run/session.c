@@ -105,8 +105,8 @@ static raf_status save_checkpoint(raf_ctx *ctx, raf_exec *ex, raf_module *m,
 /* rank 0's --print-comm line: what the collectives sent, how long they
  * took (waiting for the other ranks included) and how much of that the
  * step waited for, per step; the rest ran behind compute (overlap-comm's
- * async collectives). The nccl dialect's run on the GPU's
- * stream, untimed by the host: --profile times them. */
+ * async collectives). The nccl dialect's times come from events on the
+ * GPU (runtime/cuda/nccl.c); none at all is said as such. */
 static void print_comm(const raf_exec *ex, const rr_options *o, double total_ms) {
   raf_mpi_stats st = raf_comm_stats_of(ex);
   double steps = (double)o->steps, ms = (double)st.ns * 1e-6;
