@@ -116,7 +116,8 @@ raf_status rr_profile_report(const raf_exec *ex, FILE *out, int top,
     fputc('\n', out);
   }
   /* The collectives' time is not kernel time: they run on the mpi
-   * dialect's communication thread, and the step waits only for what
+   * dialect's communication thread (the nccl dialect's async ones on the
+   * GPU's communication stream), and the step waits only for what
    * compute did not hide (the wait statements above). */
   raf_mpi_stats c = raf_comm_stats_of(ex);
   if (c.calls > 0 && c.ns > 0 && steps > 0)

@@ -78,8 +78,8 @@ static raf_func *pick_function(raf_ctx *ctx, raf_module *m, const char *name) {
 /* rank 0's --print-comm line: what the collectives sent, how long they
  * took (waiting for the other ranks included) and how much of that the
  * step waited for, per step; the rest ran behind compute (overlap-comm's
- * async collectives). The nccl dialect's run on the GPU's
- * stream, untimed by the host: --profile times them. */
+ * async collectives). The nccl dialect's times come from events on the
+ * GPU (runtime/cuda/nccl.c); none at all is said as such. */
 static void print_comm(const raf_exec *ex, long ran, double total_ms) {
   raf_mpi_stats st = raf_comm_stats_of(ex);
   double steps = (double)ran, ms = (double)st.ns * 1e-6;
@@ -364,7 +364,8 @@ static raf_status run_session(session *s, const rr_options *o,
   if (rc == RAF_OK && o->print_comm && s->leader)
     print_comm(s->ex, o->steps - s->first, total_ms);
   if (rc == RAF_OK && o->profile_top > 0 && !o->gradcheck && s->leader &&
-      rr_profile_report(s->ex, stderr, o->profile_top, o->steps) != RAF_OK)
+      rr_profile_report(s->ex, stderr, o->profile_top,
+                        o->steps - s->first) != RAF_OK)
     rc = RAF_ERROR;
   end_job_on_error(s->ctx, &s->d, rc);
   return rc;

@@ -77,8 +77,9 @@ typedef struct raf_mpi_stats {
 } raf_mpi_stats;
 raf_mpi_stats raf_mpi_stats_of(const raf_exec *ex);
 /* The same for the nccl dialect (runtime/cuda/nccl.c, in a build with
- * NCCL only), whose ns stays 0: its collectives run on the GPU's stream,
- * where --profile times them. */
+ * NCCL only): ns from events around each NCCL call on the GPU, read once
+ * they completed, and waited_ns the time the device's stream was held
+ * for them (all of a collective on that stream). */
 raf_mpi_stats raf_nccl_stats_of(const raf_exec *ex);
 /* Both dialects' together (runtime/dialect.c): what raf-run --print-comm
  * reports. */

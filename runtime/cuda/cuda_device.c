@@ -21,6 +21,11 @@
  * are done with the block. A block outgrown may still be read by queued
  * work, so it is freed only once the stream is drained (synchronize,
  * destroy).
+ *
+ * Other streams (cuda_device.h's raf_cuda_stream_*: the nccl dialect's
+ * communication stream) are their owners', ordered against the device's
+ * stream by events; scratch is the device stream's only, since work on
+ * another stream would not be ordered against the block's next user.
  */
 #include "runtime/cuda/cuda_device.h"
 
@@ -217,6 +222,80 @@ static void cuda_event_destroy(raf_device *d, raf_event *e) {
   if (raf_cuda_device_make_current(d) == RAF_OK)
     check(d, cuda_of(d)->drv->cuEventDestroy(e->event), "cuEventDestroy");
   free(e);
+}
+
+/* ---- Streams and events beside the device's own (cuda_device.h) ---- */
+
+raf_status raf_cuda_stream_create(raf_device *d, CUstream *out) {
+  *out = NULL;
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  return check(d, cuda_of(d)->drv->cuStreamCreate(out, CU_STREAM_NON_BLOCKING),
+               "cuStreamCreate");
+}
+
+void raf_cuda_stream_destroy(raf_device *d, CUstream s) {
+  /* cuStreamDestroy returns at once and lets queued work finish, but the
+   * caller frees what that work reads next: drain it first. */
+  if (s && raf_cuda_stream_synchronize(d, s) == RAF_OK)
+    check(d, cuda_of(d)->drv->cuStreamDestroy(s), "cuStreamDestroy");
+}
+
+raf_status raf_cuda_stream_synchronize(raf_device *d, CUstream s) {
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  return check(d, cuda_of(d)->drv->cuStreamSynchronize(s),
+               "cuStreamSynchronize");
+}
+
+raf_status raf_cuda_event_create(raf_device *d, CUevent *out) {
+  *out = NULL;
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  return check(d, cuda_of(d)->drv->cuEventCreate(out, CU_EVENT_DEFAULT),
+               "cuEventCreate");
+}
+
+void raf_cuda_event_destroy(raf_device *d, CUevent e) {
+  if (e && raf_cuda_device_make_current(d) == RAF_OK)
+    check(d, cuda_of(d)->drv->cuEventDestroy(e), "cuEventDestroy");
+}
+
+raf_status raf_cuda_event_record(raf_device *d, CUevent e, CUstream s) {
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  return check(d, cuda_of(d)->drv->cuEventRecord(e, s), "cuEventRecord");
+}
+
+raf_status raf_cuda_stream_wait_event(raf_device *d, CUstream s, CUevent e) {
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  return check(d,
+               cuda_of(d)->drv->cuStreamWaitEvent(s, e, CU_EVENT_WAIT_DEFAULT),
+               "cuStreamWaitEvent");
+}
+
+raf_status raf_cuda_event_query(raf_device *d, CUevent e, bool *done) {
+  *done = false;
+  if (raf_cuda_device_make_current(d) != RAF_OK)
+    return RAF_ERROR;
+  CUresult r = cuda_of(d)->drv->cuEventQuery(e);
+  if (r == CUDA_ERROR_NOT_READY)
+    return RAF_OK;
+  *done = r == CUDA_SUCCESS;
+  return check(d, r, "cuEventQuery");
+}
+
+raf_status raf_cuda_event_elapsed_ms(raf_device *d, CUevent a, CUevent b,
+                                     double *ms) {
+  float f = 0;
+  *ms = 0;
+  if (raf_cuda_device_make_current(d) != RAF_OK ||
+      check(d, cuda_of(d)->drv->cuEventElapsedTime(&f, a, b),
+            "cuEventElapsedTime") != RAF_OK)
+    return RAF_ERROR;
+  *ms = f;
+  return RAF_OK;
 }
 
 /* Frees what was made of c so far (open fails midway too). */

@@ -15,21 +15,62 @@
  *   all_gather      ncclAllGather: the ranks' tensors end to end along
  *                   `axis`, in rank order
  *   all_slice       block r along `axis`, a copy on the device
- * Every call is queued on the device's stream, so a collective runs after
- * the kernels that made its operand and before those that read its
- * result, with no synchronisation on the host. NCCL wants each rank's
- * block contiguous: along axis 0 it is, and along another axis the blocks
- * are packed into (or unpacked from) rank-major device scratch by one
- * device copy per row before the axis (outer rows). Halves sum in their
+ * Without a collective marked `async` (the overlap-comm pass's start,
+ * whose result one `wait` reads), every call is queued on the device's
+ * stream, so a collective runs after the kernels that made its operand
+ * and before those that read its result, with no synchronisation on the
+ * host. A module with one gets a communication stream per executor, on
+ * which its collectives run instead, so that the kernels queued between a
+ * start and its wait run beside it (llm.c's and PyTorch's NCCL stream),
+ * ordered by events and never by the host:
+ *   start  record `order` on the device's stream and make the
+ *          communication stream wait for it (the operand is made, and
+ *          whatever read the result's buffer before is done); the NCCL
+ *          call between the job's `begin` and `end` events on the
+ *          communication stream; the job goes on the in-flight list,
+ *          keyed by the result's buffer (as the mpi dialect keys its
+ *          jobs)
+ *   wait   the device's stream waits for the job's `end`
+ *          (cuStreamWaitEvent): every later kernel runs after the
+ *          collective, and the host goes on queuing
+ * plan-memory leaves the operand's buffer unwritten until the wait and
+ * the result's to nothing else from the start to the wait, which is what
+ * makes the two streams' work disjoint in between. A blocking collective
+ * of such a module runs on the communication stream too, followed at once
+ * by its wait: NCCL needs every rank to run a communicator's collectives
+ * in one order, which one stream keeps and two would leave to the GPU.
+ * The exception packs its blocks through the device's scratch
+ * (reduce_scatter and all_gather along an axis other than 0:
+ * raf_cuda_scratch is ordered by the device's stream alone): it runs on
+ * the device's stream, after the communication stream's work (through
+ * `order` again), even when `async`, and its wait finds no job.
+ *
+ * NCCL wants each rank's block contiguous: along axis 0 it is, and along
+ * another axis the blocks are packed into (or unpacked from) rank-major
+ * device scratch by one device copy per row before the axis (outer
+ * rows). Halves sum in their
  * own type in NCCL (its reduction of bf16 and f16 accumulates as the
  * library chooses), unlike the mpi dialect's f32 sum: docs/Numerics.md.
  *
  * What it sends is counted as the mpi dialect counts it (the ring's
- * volume), for raf-run --print-comm; the time is the GPU's, which
- * --profile measures with events.
+ * volume), for raf-run --print-comm, and what it took is timed on the
+ * GPU by a pair of events around each NCCL call, read once they have
+ * completed (harvest: never blocking the host): raf_mpi_stats' ns is the
+ * collectives' time on their stream, waiting for the other ranks
+ * included, and waited_ns the part of it the device's stream stalled
+ * for: all of a collective on that stream, and for one on the
+ * communication stream the time between a pair of events around the
+ * device stream's cuStreamWaitEvent for it, which is how long the
+ * kernels after its wait were held back on the GPU. Events
+ * come from a pool and go back to it once read, so a step makes none
+ * after the first.
  *
  * Never run on a GPU: checked against test/cuda/fake_nccl.c, a NCCL made
- * of MPI calls over the fake driver's host memory.
+ * of MPI calls over the fake driver's host memory, whose work is done at
+ * once whatever the stream. That the async collectives run on their own
+ * stream, ordered by the events above, is checked (the fake logs the
+ * stream of each call and each wait for an event); that they overlap
+ * with compute on a real GPU, and what it gains, is not.
  */
 #include "runtime/cuda/nccl.h"
 
@@ -83,19 +124,61 @@ void raf_nccl_unload(raf_nccl *nccl) { free(nccl); }
 
 /* ---- The dialect ---------------------------------------------------------- */
 
+/* A collective between ranks, timed by a pair of events on the stream it
+ * ran on; one on the communication stream also holds the events around
+ * the device stream's wait for it. */
+typedef struct nccl_job {
+  void *result;        /* the result's buffer: what its wait looks for */
+  bool side;           /* ran on the communication stream */
+  CUevent begin, end;  /* around the NCCL call */
+  CUevent stall, resumed; /* around the device stream's wait (side) */
+  struct nccl_job *next;
+} nccl_job;
+
 /* The dialect's state per executor: the library, the communicator (NULL
- * when the module needs none) and what --print-comm reports. */
+ * when the module needs none), the communication stream (NULL when no
+ * statement is async), the jobs started and not waited for, those done
+ * with whose times are not read yet, spare events and jobs, and what
+ * --print-comm reports. */
 typedef struct nccl_state {
   raf_nccl *nccl;
+  raf_device *dev;
   ncclComm_t comm;
   int rank, world;
+  CUstream side;   /* the communication stream */
+  CUevent order;   /* orders one stream after the other at a collective */
+  nccl_job *in_flight, *timed, *spare;
+  CUevent *events; /* the pool: events whose records were read */
+  int nevents, events_cap;
   raf_mpi_stats stats;
 } nccl_state;
+
+static void free_jobs(nccl_state *st, nccl_job *j) {
+  while (j) {
+    nccl_job *next = j->next;
+    CUevent e[] = {j->begin, j->end, j->stall, j->resumed};
+    for (int i = 0; i < 4; i++)
+      raf_cuda_event_destroy(st->dev, e[i]);
+    free(j);
+    j = next;
+  }
+}
 
 static void nccl_release(void *state) {
   nccl_state *st = state;
   if (!st)
     return;
+  /* Drains the communication stream first: collectives started and never
+   * waited for (a step that failed midway) still read and write the
+   * executor's buffers, which are freed next. */
+  raf_cuda_stream_destroy(st->dev, st->side);
+  free_jobs(st, st->in_flight);
+  free_jobs(st, st->timed);
+  free_jobs(st, st->spare);
+  for (int i = 0; i < st->nevents; i++)
+    raf_cuda_event_destroy(st->dev, st->events[i]);
+  free(st->events);
+  raf_cuda_event_destroy(st->dev, st->order);
   if (st->comm)
     st->nccl->ncclCommDestroy(st->comm);
   raf_nccl_unload(st->nccl);
@@ -135,12 +218,13 @@ static raf_status make_comm(raf_ctx *ctx, raf_device *dev, nccl_state *st) {
 static raf_status nccl_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
                                void **state) {
   *state = NULL;
-  bool any = false, many = false;
+  bool any = false, many = false, async = false;
   for (const raf_func *f = m->first; f; f = f->next)
     for (const raf_stmt *s = f->first; s; s = s->next)
       if (raf_stmt_bound_to(s, RAF_DIALECT_NCCL)) {
         any = true;
         many |= raf_stmt_attr_int(s, "world_size") > 1;
+        async |= raf_stmt_attr_bool(s, "async");
       }
   raf_device *dev = raf_exec_device(ex);
   if (!any || raf_device_kind_of(dev) != RAF_DEVICE_CUDA)
@@ -151,12 +235,114 @@ static raf_status nccl_prepare(raf_exec *ex, raf_ctx *ctx, raf_module *m,
     return RAF_ERROR;
   }
   *state = st;
+  st->dev = dev;
   if (raf_nccl_load(ctx, &st->nccl) != RAF_OK)
     return RAF_ERROR;
   /* Without MPI, or in a job of one process, there is no group: the
    * kernels of world_size > 1 say how to run them. */
-  if (many && raf_mpi_group(&st->rank, &st->world) && st->world > 1)
-    return make_comm(ctx, dev, st);
+  if (!many || !raf_mpi_group(&st->rank, &st->world) || st->world < 2)
+    return RAF_OK;
+  if (make_comm(ctx, dev, st) != RAF_OK)
+    return RAF_ERROR;
+  /* The communication stream, only where a start can use it. */
+  if (async && (raf_cuda_stream_create(dev, &st->side) != RAF_OK ||
+                raf_cuda_event_create(dev, &st->order) != RAF_OK))
+    return RAF_ERROR;
+  return RAF_OK;
+}
+
+/* ---- Events and jobs ------------------------------------------------------ */
+
+/* An event from the pool, or a new one. */
+static raf_status take_event(nccl_state *st, CUevent *e) {
+  if (st->nevents > 0) {
+    *e = st->events[--st->nevents];
+    return RAF_OK;
+  }
+  return raf_cuda_event_create(st->dev, e);
+}
+
+/* Returns e to the pool (destroys it when the pool cannot grow). */
+static void give_event(nccl_state *st, CUevent e) {
+  if (!e)
+    return;
+  if (st->nevents == st->events_cap) {
+    int cap = st->events_cap ? 2 * st->events_cap : 16;
+    CUevent *grown = realloc(st->events, sizeof *grown * (size_t)cap);
+    if (!grown) {
+      raf_cuda_event_destroy(st->dev, e);
+      return;
+    }
+    st->events = grown;
+    st->events_cap = cap;
+  }
+  st->events[st->nevents++] = e;
+}
+
+/* Returns j's events to the pool and j to the spares. */
+static void give_job(nccl_state *st, nccl_job *j) {
+  give_event(st, j->begin);
+  give_event(st, j->end);
+  give_event(st, j->stall);
+  give_event(st, j->resumed);
+  *j = (nccl_job){.next = st->spare};
+  st->spare = j;
+}
+
+/* A job with the events it needs (four on the communication stream,
+ * else two). */
+static raf_status take_job(nccl_state *st, bool side, nccl_job **out) {
+  nccl_job *j = st->spare;
+  if (j)
+    st->spare = j->next;
+  else if (!(j = calloc(1, sizeof *j)))
+    return RAF_ERROR;
+  *j = (nccl_job){.side = side};
+  raf_status rc = take_event(st, &j->begin);
+  if (rc == RAF_OK)
+    rc = take_event(st, &j->end);
+  if (rc == RAF_OK && side)
+    rc = take_event(st, &j->stall);
+  if (rc == RAF_OK && side)
+    rc = take_event(st, &j->resumed);
+  if (rc != RAF_OK) {
+    give_job(st, j);
+    return RAF_ERROR;
+  }
+  *out = j;
+  return RAF_OK;
+}
+
+/* Adds the times of the timed jobs whose events have completed to the
+ * statistics and recycles them; the others wait for a later call. Never
+ * blocks the host. */
+static raf_status harvest(nccl_state *st) {
+  nccl_job **link = &st->timed;
+  while (*link) {
+    nccl_job *j = *link;
+    bool done = false;
+    /* The last record of the job: `resumed` comes after `end` on the
+     * device's stream, which waited for it. */
+    if (raf_cuda_event_query(st->dev, j->side ? j->resumed : j->end,
+                             &done) != RAF_OK)
+      return RAF_ERROR;
+    if (!done) {
+      link = &j->next;
+      continue;
+    }
+    double took = 0, waited = 0;
+    if (raf_cuda_event_elapsed_ms(st->dev, j->begin, j->end, &took) !=
+            RAF_OK ||
+        (j->side && raf_cuda_event_elapsed_ms(st->dev, j->stall, j->resumed,
+                                               &waited) != RAF_OK))
+      return RAF_ERROR;
+    if (!j->side || waited > took)
+      waited = took;
+    st->stats.ns += (int64_t)(took * 1e6 + 0.5);
+    st->stats.waited_ns += (int64_t)(waited * 1e6 + 0.5);
+    *link = j->next;
+    give_job(st, j);
+  }
   return RAF_OK;
 }
 
@@ -202,6 +388,29 @@ static raf_status repack(raf_device *dev, const raf_rank_blocks *b, int world,
   return RAF_OK;
 }
 
+/* The device's stream waits for job j on the communication stream (the
+ * host does not), between `stall` and `resumed`, whose interval is how
+ * long it was held back: waited_ns. j then waits for its times to be
+ * read. */
+static raf_status device_waits(nccl_state *st, nccl_job *j) {
+  CUstream main = raf_device_stream(st->dev);
+  raf_status rc = raf_cuda_event_record(st->dev, j->stall, main);
+  if (rc == RAF_OK)
+    rc = raf_cuda_stream_wait_event(st->dev, main, j->end);
+  if (rc == RAF_OK)
+    rc = raf_cuda_event_record(st->dev, j->resumed, main);
+  if (rc != RAF_OK) {
+    /* The streams are not known to be in order now: drain the
+     * communication stream before the buffers are touched again. */
+    raf_cuda_stream_synchronize(st->dev, st->side);
+    give_job(st, j);
+    return RAF_ERROR; /* reported by the device */
+  }
+  j->next = st->timed;
+  st->timed = j;
+  return RAF_OK;
+}
+
 static raf_status nccl_collective(const raf_kernel *k) {
   const raf_stmt *s = k->stmt;
   raf_tensor *x = k->in[0], *y = k->out[0];
@@ -228,23 +437,50 @@ static raf_status nccl_collective(const raf_kernel *k) {
   raf_rank_blocks b = raf_rank_blocks_of(whole->type, axis, world);
   if (s->op == RAF_OP_ALL_SLICE)
     return copy_block(dev, &b, world, rank, x->data, y->data, true);
+  bool packs = b.outer > 1 && s->op != RAF_OP_ALL_REDUCE;
   void *scratch = NULL;
   /* The device's stream-ordered scratch (NCCL runs on its stream), not
    * an allocation freed after the collective: cuMemFree would wait for
    * the whole device. */
-  if (b.outer > 1 && s->op != RAF_OP_ALL_REDUCE &&
+  if (packs &&
       raf_cuda_scratch(dev, (size_t)whole->nbytes, &scratch) != RAF_OK)
     return raf_kernel_fail(k, "out of %s memory for packing the blocks",
                            raf_device_name(dev));
+  /* Times read from the jobs done with so far (their events reused). */
+  if (harvest(st) != RAF_OK)
+    return RAF_ERROR;
+  /* With a communication stream, every collective that can runs there,
+   * the blocking ones too (their wait follows at once): NCCL needs each
+   * rank to run a communicator's collectives in one order, and two
+   * streams running them would leave that order to the GPU. One that
+   * packs runs on the device's stream after the communication stream's
+   * work instead, and the next one there waits for it. */
+  bool side = st->side && !packs;
+  bool async = side && raf_stmt_attr_bool(s, "async");
+  nccl_job *job = NULL;
+  if (take_job(st, side, &job) != RAF_OK)
+    return raf_kernel_fail(k, "out of memory");
   raf_dtype dt = x->type->dtype;
   const char *name = raf_stmt_attr_str(s, "op");
   ncclRedOp_t op = strcmp(name, "mean") == 0  ? ncclAvg
                    : strcmp(name, "min") == 0 ? ncclMin
                    : strcmp(name, "max") == 0 ? ncclMax
                                               : ncclSum;
-  cudaStream_t stream = raf_device_stream(dev);
+  CUstream main = raf_device_stream(dev);
+  cudaStream_t stream = side ? st->side : main;
   ncclResult_t r = ncclSuccess;
   raf_status rc = raf_cuda_device_make_current(dev);
+  /* The stream that runs it waits for the other: on the communication
+   * stream, for the device's (the operand is made, the result's buffer
+   * free); on the device's, for the collectives before it. */
+  if (rc == RAF_OK && st->side) {
+    rc = raf_cuda_event_record(dev, st->order, side ? main : st->side);
+    if (rc == RAF_OK)
+      rc = raf_cuda_stream_wait_event(dev, side ? st->side : main,
+                                      st->order);
+  }
+  if (rc == RAF_OK)
+    rc = raf_cuda_event_record(dev, job->begin, stream);
   if (rc != RAF_OK) {
     /* reported by the device */
   } else if (s->op == RAF_OP_ALL_REDUCE) {
@@ -263,30 +499,66 @@ static raf_status nccl_collective(const raf_kernel *k) {
     if (r == ncclSuccess && scratch)
       rc = repack(dev, &b, world, y->data, scratch, false);
   }
+  /* `end` after the unpacking, which is part of the collective. */
+  if (rc == RAF_OK && r == ncclSuccess)
+    rc = raf_cuda_event_record(dev, job->end, stream);
   st->stats.calls++;
   st->stats.bytes +=
       (int64_t)raf_collective_sent_bytes(s->op, whole->nbytes, world);
-  if (r != ncclSuccess)
-    return raf_kernel_fail(k, "NCCL: %s", result_text(st, r));
-  return rc;
+  if (rc != RAF_OK || r != ncclSuccess) {
+    give_job(st, job);
+    return r != ncclSuccess ? raf_kernel_fail(k, "NCCL: %s",
+                                              result_text(st, r))
+                            : rc;
+  }
+  job->result = y->data;
+  if (async) {
+    job->next = st->in_flight;
+    st->in_flight = job;
+    return RAF_OK;
+  }
+  /* Blocking: the device's stream waits for it now, as its wait would. */
+  if (side)
+    return device_waits(st, job);
+  job->next = st->timed;
+  st->timed = job;
+  return RAF_OK;
 }
 
-/* wait(%h): NCCL's collectives run on the device's one stream, which
- * orders every later kernel after them, so an async collective is done
- * for its readers already; the wait only moves the value where its
- * buffer is not the collective's (an unplanned run). Overlap on the GPU
- * needs a second stream, which this dialect does not use yet. */
+/* wait(%h): the device's stream waits for the async collective that
+ * writes %h's buffer (the host does not); a collective that ran on the
+ * device's stream (world_size = 1, packed through scratch) left no job,
+ * its stream order is enough. The value then moves only where the wait's
+ * buffer is not the collective's (an unplanned run). */
 static raf_status nccl_wait(const raf_kernel *k) {
   raf_tensor *h = k->in[0], *y = k->out[0];
+  raf_device *dev = raf_exec_device(k->ex);
+  nccl_state *st = raf_exec_dialect_state(k->ex, RAF_DIALECT_NCCL);
+  nccl_job **link = st ? &st->in_flight : NULL;
+  while (link && *link && (*link)->result != h->data)
+    link = &(*link)->next;
+  if (link && *link) {
+    nccl_job *j = *link;
+    *link = j->next;
+    if (device_waits(st, j) != RAF_OK)
+      return RAF_ERROR;
+  }
   return h->data == y->data
              ? RAF_OK
-             : raf_device_copy(raf_exec_device(k->ex), y->data, h->data,
-                               y->nbytes, RAF_COPY_DEVICE_TO_DEVICE);
+             : raf_device_copy(dev, y->data, h->data, y->nbytes,
+                               RAF_COPY_DEVICE_TO_DEVICE);
 }
 
 raf_mpi_stats raf_nccl_stats_of(const raf_exec *ex) {
-  const nccl_state *st = raf_exec_dialect_state(ex, RAF_DIALECT_NCCL);
-  return st ? st->stats : (raf_mpi_stats){0};
+  nccl_state *st = raf_exec_dialect_state(ex, RAF_DIALECT_NCCL);
+  if (!st)
+    return (raf_mpi_stats){0};
+  /* The times of what has completed: after a step's outputs were read
+   * back (the device's stream drained, which waited for every async
+   * collective), all of them. A failure to read them was reported by the
+   * device; the counts stand. */
+  harvest(st);
+  return st->stats;
 }
 
 const raf_dialect_hooks raf_nccl_hooks = {.prepare = nccl_prepare,

@@ -25,6 +25,25 @@ static inline void *fake_host_of(const void *p) {
                              : NULL;
 }
 
+/* A stream of the fake driver (fake_driver.c): its handles point at
+ * these, numbered from 1 in the order the process made them (the cuda
+ * device's own stream is the first), so that a fake library can say which
+ * stream a call was queued on. A destroyed stream keeps its slot, marked
+ * dead, so that a later use is caught rather than read from freed
+ * memory. */
+typedef struct fake_stream {
+  uint32_t magic; /* FAKE_STREAM_LIVE, or FAKE_STREAM_DEAD once destroyed */
+  int id;
+} fake_stream;
+enum { FAKE_STREAM_LIVE = 0x5354524d, FAKE_STREAM_DEAD = 0x44454144 };
+
+/* The number of live fake stream s, or 0 when s is none (NULL, another
+ * pointer, a destroyed stream). */
+static inline int fake_stream_id(const void *s) {
+  const fake_stream *f = s;
+  return f && f->magic == FAKE_STREAM_LIVE ? f->id : 0;
+}
+
 /* Appends one line to the file the environment variable `env` names,
  * when it is set. */
 static void fake_log(const char *env, const char *fmt, ...)

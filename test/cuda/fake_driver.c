@@ -4,6 +4,11 @@
  * It exports cuGetProcAddress_v2 only, as raf expects, and answers for
  * the entry points of runtime/cuda/driver.def: device memory is host
  * memory, copies and memsets are done at once, events read the clock.
+ * Streams are checked handles; the driver's own work on any of them runs
+ * at once, but work a fake library defers on a stream other than the
+ * device's first (fake_cuda_enqueue: fake_nccl.c's collectives) runs only
+ * when that stream is drained, a wait for an event recorded after it
+ * included, so that a reader that skipped the wait reads stale data.
  * Modules are PTX, parsed and checked as the driver's JIT does, and
  * launches run their kernels in the PTX interpreter (test/cuda/ptx/), so
  * every kernel computes what a GPU would. A kernel's fault (an illegal or
@@ -47,6 +52,13 @@
  *   RAF_FAKE_CUDA_STATS=file    a line per launch ("insns NAME N ns T")
  *                               with the instructions it executed and the
  *                               nanoseconds the interpreter took
+ *   RAF_FAKE_CUDA_STREAM_LOG=file  a line per stream made ("create
+ *                               stream=N", N from 1 in order: the cuda
+ *                               device's own is 1) and destroyed
+ *                               ("destroy stream=N"), per event recorded
+ *                               ("record stream=N") and per stream made
+ *                               to wait for one ("wait stream=N for=M", M
+ *                               the stream that recorded it)
  *   RAF_FAKE_CUDA_DEVICE_LOG=file  a line per primary context retained
  *                               ("retain N", N the device's ordinal)
  *                               appended to file: which GPU a process took
@@ -74,6 +86,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <time.h>
 
 enum { FAKE_DRIVER_VERSION = 12040 };
@@ -156,6 +169,8 @@ static CUresult fake_cuGetErrorName(CUresult e, const char **s) {
 
 static bool initialised, exiting;
 static bool queued; /* launches not yet waited for */
+/* Runs the work fake libraries deferred on every stream (below). */
+static void drain_all(void);
 
 static void at_exit(void) { exiting = true; }
 
@@ -228,6 +243,7 @@ static CUresult fake_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 
 static CUresult fake_cuDevicePrimaryCtxRelease(CUdevice d) {
   (void)d;
+  drain_all();
   if (--retained == 0 && live_allocations)
     fprintf(stderr, "fake cuda: %ld allocations never freed\n",
             live_allocations);
@@ -258,6 +274,7 @@ static CUresult fake_cuMemAlloc(CUdeviceptr *p, size_t bytes) {
 static CUresult fake_cuMemFree(CUdeviceptr p) {
   if (!(p & FAKE_DEVICE_BIT))
     return CUDA_ERROR_INVALID_VALUE; /* a host pointer */
+  drain_all(); /* cuMemFree waits for the device */
   if (queued)
     fake_log("RAF_FAKE_CUDA_LOG", "stall cuMemFree");
   if (ptx_memory_remove(p) != PTX_OK)
@@ -267,11 +284,115 @@ static CUresult fake_cuMemFree(CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
-/* Copies check that device ends are device pointers. */
+/* Streams: slots of a fixed table (fake_common.h's fake_stream), never
+ * reused, so that a destroyed stream stays recognisably dead. Work runs
+ * at once whatever the stream, so every stream is always drained; what
+ * the fake checks is that each handle is a live stream. */
+enum { MAX_STREAMS = 256 };
+static fake_stream streams[MAX_STREAMS];
+static int nstreams;
+
+/* The live stream s, or NULL. */
+static fake_stream *stream_of(CUstream s) {
+  fake_stream *f = (fake_stream *)s;
+  if (f < streams || f >= streams + nstreams || f->magic != FAKE_STREAM_LIVE)
+    return NULL;
+  return f;
+}
+
+/* An event: the time of its last record in ns (-1 before any, -2 while
+ * work deferred before it has not run), the stream that recorded it and
+ * its position in that stream's deferred work; a pending one is on its
+ * stream's list, which gives it its time when the work before it ran. */
+typedef struct fake_event {
+  int64_t ns;
+  int stream;
+  long pos;
+  struct fake_event *next_pending;
+} fake_event;
+
+/* Work a fake library deferred (fake_cuda_enqueue) on a stream other
+ * than the first: positions [base, queued) of the stream's count, those
+ * before `done` run. */
+typedef struct deferred {
+  void (*run)(void *);
+  void *arg;
+} deferred;
+typedef struct stream_queue {
+  deferred *w;
+  long base, done, queued;
+  long cap;
+  fake_event *pending; /* recorded after work not yet run */
+} stream_queue;
+static stream_queue queues[MAX_STREAMS];
+
+/* Runs the work deferred on stream `id` up to position `upto`. */
+static void drain(int id, long upto) {
+  stream_queue *q = &queues[id - 1];
+  while (q->done < upto && q->done < q->queued) {
+    deferred w = q->w[q->done - q->base];
+    q->done++; /* first: the work may itself use the driver */
+    w.run(w.arg);
+    /* The events recorded after it are done now. */
+    for (fake_event **link = &q->pending; *link;) {
+      fake_event *t = *link;
+      if (t->pos > q->done) {
+        link = &t->next_pending;
+        continue;
+      }
+      t->ns = now_ns();
+      *link = t->next_pending;
+    }
+  }
+  if (q->done == q->queued)
+    q->base = q->done; /* empty: the array starts over */
+}
+
+static void drain_all(void) {
+  for (int i = 0; i < nstreams; i++)
+    drain(i + 1, queues[i].queued);
+}
+
+/* For the fake libraries (fake_nccl.c), which find it with dlsym: queues
+ * run(arg) on stream s, where a GPU would run it later. On the first
+ * stream (the cuda device's own) it runs at once, as the other fakes'
+ * work does (cuBLASLt's and cuDNN's compute when called, and they read
+ * what the device's stream wrote); on another it runs only when the
+ * stream is drained up to it: by the next operation on that stream, a
+ * synchronize, a query of an event recorded after it, a wait for such an
+ * event (cuStreamWaitEvent: the waiting stream's later work sees it
+ * done), cuMemFree or the stream's destruction. So a stream that reads
+ * the work's result without waiting for it reads it not yet written, as
+ * on a GPU. 0, or -1 for a stream that is not live or no memory. */
+__attribute__((visibility("default"))) int
+fake_cuda_enqueue(CUstream s, void (*run)(void *), void *arg) {
+  fake_stream *f = stream_of(s);
+  if (!f)
+    return -1;
+  if (f->id == 1) {
+    run(arg);
+    return 0;
+  }
+  stream_queue *q = &queues[f->id - 1];
+  if (q->queued - q->base == q->cap) {
+    long cap = q->cap ? 2 * q->cap : 16;
+    deferred *grown = realloc(q->w, sizeof *grown * (size_t)cap);
+    if (!grown)
+      return -1;
+    q->w = grown;
+    q->cap = cap;
+  }
+  q->w[q->queued++ - q->base] = (deferred){run, arg};
+  return 0;
+}
+
+/* Copies check that device ends are device pointers, on a live stream. */
 static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
                                        size_t n, CUstream s) {
-  (void)s;
   STICKY();
+  if (!stream_of(s))
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(stream_of(s)->id, LONG_MAX);
   if (!(dst & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(dst, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(host_of(dst), src, n);
@@ -280,8 +401,10 @@ static CUresult fake_cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src,
 
 static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
                                        CUstream s) {
-  (void)s;
   STICKY();
+  if (!stream_of(s))
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(stream_of(s)->id, LONG_MAX);
   if (!(src & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(src, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memcpy(dst, host_of(src), n);
@@ -290,8 +413,10 @@ static CUresult fake_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
 
 static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
                                        size_t n, CUstream s) {
-  (void)s;
   STICKY();
+  if (!stream_of(s))
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(stream_of(s)->id, LONG_MAX);
   if (!(dst & FAKE_DEVICE_BIT) || !(src & FAKE_DEVICE_BIT) ||
       (n && (!ptx_memory_host(dst, n) || !ptx_memory_host(src, n))))
     return CUDA_ERROR_INVALID_VALUE;
@@ -301,8 +426,10 @@ static CUresult fake_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src,
 
 static CUresult fake_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
                                      CUstream s) {
-  (void)s;
   STICKY();
+  if (!stream_of(s))
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(stream_of(s)->id, LONG_MAX);
   if (!(p & FAKE_DEVICE_BIT) || (n && !ptx_memory_host(p, n)))
     return CUDA_ERROR_INVALID_VALUE;
   memset(host_of(p), v, n);
@@ -310,46 +437,122 @@ static CUresult fake_cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n,
 }
 
 static CUresult fake_cuStreamCreate(CUstream *s, unsigned int flags) {
-  (void)flags;
-  *s = (CUstream)&token;
+  if (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (nstreams == MAX_STREAMS)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  fake_stream *f = &streams[nstreams++];
+  *f = (fake_stream){FAKE_STREAM_LIVE, nstreams};
+  *s = (CUstream)f;
+  fake_log("RAF_FAKE_CUDA_STREAM_LOG", "create stream=%d", f->id);
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamDestroy(CUstream s) {
-  return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  fake_stream *f = stream_of(s);
+  if (!f)
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(f->id, LONG_MAX); /* the driver lets queued work finish */
+  f->magic = FAKE_STREAM_DEAD;
+  fake_log("RAF_FAKE_CUDA_STREAM_LOG", "destroy stream=%d", f->id);
+  return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuStreamSynchronize(CUstream s) {
   STICKY();
+  fake_stream *f = stream_of(s);
+  if (!f)
+    return CUDA_ERROR_INVALID_VALUE;
+  drain(f->id, LONG_MAX);
   queued = false;
-  return s == (CUstream)&token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
 }
 
-/* An event is a malloc'd time in ns, -1 before it is recorded. */
+/* Runs what e's record waits for, which gives the record its time. */
+static void complete(fake_event *t) {
+  if (t->ns == -2)
+    drain(t->stream, t->pos);
+}
+
+/* Takes pending event t off its stream's list. */
+static void unlist(fake_event *t) {
+  if (t->ns != -2)
+    return;
+  for (fake_event **link = &queues[t->stream - 1].pending; *link;
+       link = &(*link)->next_pending)
+    if (*link == t) {
+      *link = t->next_pending;
+      return;
+    }
+}
+
 static CUresult fake_cuEventCreate(CUevent *e, unsigned int flags) {
   (void)flags;
-  int64_t *t = malloc(sizeof *t);
+  fake_event *t = malloc(sizeof *t);
   if (!t)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  *t = -1;
+  *t = (fake_event){-1, 0, 0, NULL};
   *e = (CUevent)t;
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuEventRecord(CUevent e, CUstream s) {
-  (void)s;
-  *(int64_t *)e = now_ns();
+  fake_stream *f = stream_of(s);
+  if (!e || !f)
+    return CUDA_ERROR_INVALID_VALUE;
+  stream_queue *q = &queues[f->id - 1];
+  fake_event *t = (fake_event *)e;
+  unlist(t);
+  *t = (fake_event){now_ns(), f->id, q->queued, NULL};
+  if (q->done < q->queued) {
+    t->ns = -2;
+    t->next_pending = q->pending;
+    q->pending = t;
+  }
+  fake_log("RAF_FAKE_CUDA_STREAM_LOG", "record stream=%d", f->id);
+  return CUDA_SUCCESS;
+}
+
+/* The work is done already; what is checked is the call. A real driver
+ * lets a wait for an event never recorded pass at once; here it is
+ * refused, since raf always records first and such a wait would order
+ * nothing. */
+static CUresult fake_cuStreamWaitEvent(CUstream s, CUevent e,
+                                       unsigned int flags) {
+  STICKY();
+  fake_stream *f = stream_of(s);
+  fake_event *t = (fake_event *)e;
+  if (!f || !t || flags != CU_EVENT_WAIT_DEFAULT || t->ns == -1)
+    return CUDA_ERROR_INVALID_VALUE;
+  /* s's later work runs on the host right after this call: what it
+   * waits for runs now. */
+  complete(t);
+  fake_log("RAF_FAKE_CUDA_STREAM_LOG", "wait stream=%d for=%d", f->id,
+           t->stream);
   return CUDA_SUCCESS;
 }
 
 static CUresult fake_cuEventSynchronize(CUevent e) {
   STICKY();
   queued = false;
-  return *(int64_t *)e >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  complete((fake_event *)e);
+  return ((fake_event *)e)->ns >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Done once recorded: a query runs the deferred work before the record
+ * (the fake has no other time to run it). */
+static CUresult fake_cuEventQuery(CUevent e) {
+  STICKY();
+  if (!e)
+    return CUDA_ERROR_INVALID_VALUE;
+  complete((fake_event *)e);
+  return ((fake_event *)e)->ns >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
-  int64_t t0 = *(int64_t *)a, t1 = *(int64_t *)b;
+  complete((fake_event *)a);
+  complete((fake_event *)b);
+  int64_t t0 = ((fake_event *)a)->ns, t1 = ((fake_event *)b)->ns;
   if (t0 < 0 || t1 < 0)
     return CUDA_ERROR_INVALID_VALUE;
   *ms = (float)((double)(t1 - t0) * 1e-6);
@@ -357,6 +560,8 @@ static CUresult fake_cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 }
 
 static CUresult fake_cuEventDestroy(CUevent e) {
+  if (e)
+    unlist((fake_event *)e);
   free(e);
   return CUDA_SUCCESS;
 }
@@ -506,8 +711,9 @@ static CUresult fake_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
                                     void **params, void **extra) {
   STICKY();
   const fake_function *ff = (const fake_function *)f;
-  if (!ff || !ff->kernel || s != (CUstream)&token || extra)
+  if (!ff || !ff->kernel || !stream_of(s) || extra)
     return CUDA_ERROR_INVALID_VALUE;
+  drain(stream_of(s)->id, LONG_MAX);
   int np = ptx_kernel_param_count(ff->kernel);
   for (int i = 0; i < np; i++)
     if (!params || !params[i])
@@ -625,6 +831,7 @@ static const struct {
     E(cuCtxSetCurrent), E(cuMemAlloc), E(cuMemFree), E(cuMemcpyHtoDAsync),
     E(cuMemcpyDtoHAsync), E(cuMemcpyDtoDAsync), E(cuMemsetD8Async),
     E(cuStreamCreate), E(cuStreamDestroy), E(cuStreamSynchronize),
+    E(cuStreamWaitEvent), E(cuEventQuery),
     E(cuEventCreate), E(cuEventRecord), E(cuEventSynchronize),
     E(cuEventElapsedTime), E(cuEventDestroy), E(cuModuleLoadDataEx),
     E(cuModuleGetFunction), E(cuModuleUnload), E(cuLaunchKernel),

@@ -267,6 +267,61 @@ static void test_scratch(raf_device *d) {
   CHECK(raf_cuda_scratch(d, (size_t)1 << 50, &big) == RAF_ERROR && !big);
 }
 
+/* A stream beside the device's, ordered by events (cuda_device.h): a
+ * memset on the device's stream, a copy on the other after it, a copy
+ * back on the device's after that; the host never waits in between, so
+ * on a GPU the bytes come back right only if both waits order the work
+ * (8 MiB: long enough on a GPU to lose a race). Then the events' query
+ * and elapsed time, and a wait for an event never recorded refused by the
+ * fake (a real driver lets it pass). */
+static void test_side_stream(raf_ctx *ctx, raf_device *d, bool fake) {
+  enum { BYTES = 8 << 20 };
+  const raf_cuda_driver *drv = raf_cuda_device_driver(d);
+  CUstream main = raf_device_stream(d), side = NULL;
+  CUevent made = NULL, copied = NULL, never = NULL;
+  void *a = NULL, *b = NULL;
+  CHECK(raf_cuda_stream_create(d, &side) == RAF_OK && side && side != main);
+  CHECK(raf_cuda_event_create(d, &made) == RAF_OK && made);
+  CHECK(raf_cuda_event_create(d, &copied) == RAF_OK && copied);
+  CHECK(raf_cuda_event_create(d, &never) == RAF_OK && never);
+  CHECK(raf_device_alloc(d, BYTES, &a) == RAF_OK && a);
+  CHECK(raf_device_alloc(d, BYTES, &b) == RAF_OK && b);
+  if (!side || !made || !copied || !never || !a || !b)
+    return;
+  CHECK(raf_device_memset(d, b, 0, BYTES) == RAF_OK);
+  CHECK(raf_device_memset(d, a, 9, BYTES) == RAF_OK);
+  CHECK(raf_cuda_event_record(d, made, main) == RAF_OK);
+  CHECK(raf_cuda_stream_wait_event(d, side, made) == RAF_OK);
+  CHECK(drv->cuMemcpyDtoDAsync((CUdeviceptr)(uintptr_t)b,
+                               (CUdeviceptr)(uintptr_t)a, BYTES,
+                               side) == CUDA_SUCCESS);
+  CHECK(raf_cuda_event_record(d, copied, side) == RAF_OK);
+  CHECK(raf_cuda_stream_wait_event(d, main, copied) == RAF_OK);
+  unsigned char back[16] = {0};
+  CHECK(raf_device_copy(d, back, (char *)b + BYTES - sizeof back,
+                        sizeof back, RAF_COPY_DEVICE_TO_HOST) == RAF_OK);
+  CHECK(back[0] == 9 && back[15] == 9);
+  bool done = false;
+  CHECK(raf_cuda_event_query(d, copied, &done) == RAF_OK && done);
+  double ms = -1;
+  CHECK(raf_cuda_event_elapsed_ms(d, made, copied, &ms) == RAF_OK &&
+        ms >= 0);
+  CHECK(raf_diag_count(ctx) == 0);
+  if (fake) {
+    CHECK(raf_cuda_stream_wait_event(d, main, never) == RAF_ERROR);
+    CHECK(strstr(last_error(ctx), "cuda:0: cuStreamWaitEvent: invalid "
+                                     "argument") != NULL);
+    raf_diag_clear(ctx);
+  }
+  raf_cuda_event_destroy(d, made);
+  raf_cuda_event_destroy(d, copied);
+  raf_cuda_event_destroy(d, never);
+  raf_cuda_stream_destroy(d, side);
+  raf_device_free(d, a);
+  raf_device_free(d, b);
+  CHECK(raf_diag_count(ctx) == 0);
+}
+
 /* The cuda device on the driver LD_LIBRARY_PATH finds (the fake, or with
  * --gpu the machine's own). */
 static void test_cuda(bool fake) {
@@ -301,6 +356,8 @@ static void test_cuda(bool fake) {
                                 "recorded") != NULL);
   raf_diag_clear(ctx);
   test_scratch(d);
+  CHECK(raf_diag_count(ctx) == 0);
+  test_side_stream(ctx, d, fake);
   CHECK(raf_diag_count(ctx) == 0);
   raf_diag_clear(ctx);
   test_module(d, fake);
