@@ -36,6 +36,8 @@ build=${1:-build}
 configs=${2:-"4x256x8x128 12x768x8x128"}
 steps=${3:-4}
 rounds=${ROUNDS:-3}
+# shellcheck source=bench/gpt2-data.sh
+. bench/gpt2-data.sh
 # shellcheck source=bench/openblas-core.sh
 . bench/openblas-core.sh "$build"
 tmp=$(mktemp -d)
@@ -48,16 +50,7 @@ tail='inline,fuse,plan-memory'
 read -r -a variants <<< "${VARIANTS:-single z0 z1 z2 z3 o0 o1 o2 o3}"
 
 for cfg in $configs; do
-  IFS=x read -r layers embd batch seq <<< "$cfg"
-  heads=$((embd / 64))
-  /usr/bin/python3 examples/gpt2/gen_gpt2.py --layers "$layers" --heads "$heads" \
-    --embd "$embd" --vocab 50257 --seq "$seq" --batch "$batch" --ctx "$seq" "$tmp/m.raf"
-  /usr/bin/python3 - "$tmp" "$batch" "$seq" "$steps" <<'PY'
-import numpy as np, sys
-tmp, b, t, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-tok = np.random.default_rng(0).integers(0, 50257, (b * steps, t + 1)).astype(np.int64)
-np.save(f"{tmp}/x.npy", tok[:, :t]); np.save(f"{tmp}/y.npy", tok[:, 1:])
-PY
+  gpt2_data "$cfg" "$tmp" "$steps"
   data=(--dataset=x=@"$tmp/x.npy" --dataset=y=@"$tmp/y.npy")
   for v in "${variants[@]}"; do
     pipe="$base,$tail"

@@ -25,6 +25,8 @@ built without MPI.
 import argparse, os, re, signal, subprocess, sys, tempfile, time
 import numpy as np
 
+from distmodels import lacks_mpi
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIMIT = 30  # seconds a fault may take to end the job
 ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -113,9 +115,7 @@ def main():
     ap.add_argument("--hang-abort", required=True)
     args = ap.parse_args()
     opt, rr = os.path.join(args.bin, "raf-opt"), os.path.join(args.bin, "raf-run")
-    probe = subprocess.run([rr, "--version"], capture_output=True, text=True)
-    if " mpi" not in probe.stdout.partition("dialects:")[2]:
-        print("SKIP: raf-run was built without MPI")
+    if lacks_mpi(rr):
         return 77
     tmp = tempfile.mkdtemp(prefix="raf-faults-")
     rng = np.random.default_rng(0)
@@ -226,7 +226,7 @@ def main():
                        + (p.stderr.strip().splitlines() or ["(nothing)"])[0][:160], p.stderr)
 
     # A checkpoint of another model.
-    gen = [f"/usr/bin/python3", f"{ROOT}/examples/gpt2/gen_gpt2.py", "--layers", "1",
+    gen = ["/usr/bin/python3", f"{ROOT}/examples/gpt2/gen_gpt2.py", "--layers", "1",
            "--heads", "2", "--vocab", "64", "--seq", "16", "--batch", "4"]
     must(gen + ["--embd", "32", f"{tmp}/gpt2.raf"])
     must(gen + ["--embd", "48", f"{tmp}/gpt2_wide.raf"])

@@ -39,15 +39,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
 from faults import ENV, LIMIT, kill_rank, rank_pids, run_fault, report  # noqa: E402
 from safetensors_np import read as read_safetensors  # noqa: E402
 import netns  # noqa: E402
+from distmodels import lacks_mpi, losses, make_models  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PREFIX = "rafmh"
 STEPS = 10
-
-
-def losses(log):
-    import json
-    return np.array([json.loads(line)["loss"] for line in open(log)], np.float64)
 
 
 def main():
@@ -55,9 +51,7 @@ def main():
     ap.add_argument("--bin", required=True)
     args = ap.parse_args()
     opt, rr = os.path.join(args.bin, "raf-opt"), os.path.join(args.bin, "raf-run")
-    probe = subprocess.run([rr, "--version"], capture_output=True, text=True)
-    if " mpi" not in probe.stdout.partition("dialects:")[2]:
-        print("SKIP: raf-run was built without MPI")
+    if lacks_mpi(rr):
         return 77
     if not shutil.which("mpirun"):
         print("SKIP: no mpirun")
@@ -92,21 +86,7 @@ def run_tests(opt, rr, tmp, subnet, hosts):
         return p
 
     failures = 0
-    rng = np.random.default_rng(0)
-    np.save(f"{tmp}/x.npy", rng.standard_normal((100 * STEPS, 784)).astype(np.float32))
-    np.save(f"{tmp}/labels.npy", rng.integers(0, 10, 100 * STEPS).astype(np.int64))
-    toks = rng.integers(0, 64, (4 * STEPS, 17)).astype(np.int64)
-    np.save(f"{tmp}/tx.npy", toks[:, :16])
-    np.save(f"{tmp}/ty.npy", toks[:, 1:])
-    must(["/usr/bin/python3", f"{ROOT}/examples/gpt2/gen_gpt2.py", "--layers", "2",
-          "--heads", "2", "--embd", "32", "--vocab", "64", "--seq", "16", "--batch", "4",
-          f"{tmp}/gpt2.raf"])
-    models = {
-        "mlp": (f"{ROOT}/examples/mlp/mlp.raf", "mlp_train_step",
-                [f"--dataset=x=@{tmp}/x.npy", f"--dataset=labels=@{tmp}/labels.npy"]),
-        "gpt2": (f"{tmp}/gpt2.raf", "gpt2_train_step",
-                 [f"--dataset=x=@{tmp}/tx.npy", f"--dataset=y=@{tmp}/ty.npy"]),
-    }
+    models = make_models(tmp, STEPS, must)
     base = "autodiff,optimizer{kind=adamw lr=1e-3 eps=1e-4}"
     tail = "inline,fuse,plan-memory"
     for model, (src, fn, data) in models.items():

@@ -33,11 +33,13 @@ rank's error, and a world the module was not sharded for is refused.
 Every mpirun runs under a timeout, so a hang fails the test. Skipped (exit
 77, as CTest's SKIP_RETURN_CODE) when raf-run was built without MPI.
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, os, re, subprocess, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pylib"))
 from safetensors_np import read as read_safetensors  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from distmodels import lacks_mpi, losses, make_models  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = 10
@@ -61,10 +63,6 @@ def mpirun(n):
            "OMPI_MCA_rmaps_base_oversubscribe=1", LSAN]
     return env + ["timeout", str(TIMEOUT - 10), "mpirun", "--oversubscribe",
                   "--allow-run-as-root", "-np", str(n)]
-
-
-def losses(log):
-    return np.array([json.loads(l)["loss"] for l in open(log)], np.float64)
 
 
 def check_memory(opt):
@@ -237,27 +235,10 @@ def main():
     args = ap.parse_args()
     opt, rr = os.path.join(args.bin, "raf-opt"), os.path.join(args.bin, "raf-run")
     failures = check_memory(opt)
-    probe = subprocess.run([rr, "--version"], capture_output=True, text=True)
-    if " mpi" not in probe.stdout.partition("dialects:")[2]:
-        print("SKIP: raf-run was built without MPI")
+    if lacks_mpi(rr):
         return 77
     tmp = tempfile.mkdtemp(prefix="raf-dist-")
-    rng = np.random.default_rng(0)
-    # MLP: batches of 100 (examples/mlp/mlp.raf); GPT-2: 4 sequences of 16.
-    np.save(f"{tmp}/x.npy", rng.standard_normal((100 * STEPS, 784)).astype(np.float32))
-    np.save(f"{tmp}/labels.npy", rng.integers(0, 10, 100 * STEPS).astype(np.int64))
-    toks = rng.integers(0, 64, (4 * STEPS, 17)).astype(np.int64)
-    np.save(f"{tmp}/tx.npy", toks[:, :16])
-    np.save(f"{tmp}/ty.npy", toks[:, 1:])
-    run(["/usr/bin/python3", f"{ROOT}/examples/gpt2/gen_gpt2.py", "--layers", "2",
-         "--heads", "2", "--embd", "32", "--vocab", "64", "--seq", "16",
-         "--batch", "4", f"{tmp}/gpt2.raf"])
-    models = {
-        "mlp": (f"{ROOT}/examples/mlp/mlp.raf", "mlp_train_step",
-                [f"--dataset=x=@{tmp}/x.npy", f"--dataset=labels=@{tmp}/labels.npy"]),
-        "gpt2": (f"{tmp}/gpt2.raf", "gpt2_train_step",
-                 [f"--dataset=x=@{tmp}/tx.npy", f"--dataset=y=@{tmp}/ty.npy"]),
-    }
+    models = make_models(tmp, STEPS, run)
     base = "autodiff,optimizer{kind=adamw lr=1e-3 eps=1e-4}"
     tail = "inline,fuse,plan-memory"
     for model, (src, fn, data) in models.items():
