@@ -222,7 +222,9 @@ raf_status raf_mpi_start(raf_ctx *ctx, int *rank, int *world) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, rank);
   MPI_Comm_size(MPI_COMM_WORLD, world);
-  /* Without MPI_THREAD_MULTIPLE the kernels run the jobs themselves. */
+  /* Without MPI_THREAD_MULTIPLE the kernels run the jobs themselves. The
+   * timeout is settled before the thread reads it. */
+  (void)comm_timeout();
   comm.stop = false;
   comm.threaded = provided >= MPI_THREAD_MULTIPLE &&
                   pthread_create(&comm.thread, NULL, comm_main, NULL) == 0;
