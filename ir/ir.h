@@ -248,6 +248,9 @@ bool raf_stmt_attr_bool(const raf_stmt *s, const char *name);
 const char *raf_stmt_attr_str(const raf_stmt *s, const char *name);
 bool raf_attr_value_equal(raf_attr_kind k, const raf_attr_value *a,
                           const raf_attr_value *b);
+/* Whether op has the `async` attribute (lang/ops.def): the collectives
+ * that may only start, a `wait` ending them. */
+bool raf_op_can_be_async(raf_opcode op);
 /* Whether s is a collective that only starts (`async`), whose result a
  * `wait` makes ready; false for NULL. */
 bool raf_stmt_is_async(const raf_stmt *s);

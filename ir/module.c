@@ -197,11 +197,13 @@ const char *raf_stmt_attr_str(const raf_stmt *s, const char *name) {
   return raf_stmt_attr(s, name, &v) ? v.u.s : NULL;
 }
 
+bool raf_op_can_be_async(raf_opcode op) {
+  const raf_op_info *o = &raf_op_table[op];
+  return raf_spec_find(o->attrs, o->nattrs, "async") != NULL;
+}
+
 bool raf_stmt_is_async(const raf_stmt *s) {
-  return s &&
-         (s->op == RAF_OP_ALL_REDUCE || s->op == RAF_OP_REDUCE_SCATTER ||
-          s->op == RAF_OP_ALL_GATHER) &&
-         raf_stmt_attr_bool(s, "async");
+  return s && raf_op_can_be_async(s->op) && raf_stmt_attr_bool(s, "async");
 }
 
 raf_stmt *raf_stmt_async_wait(const raf_stmt *s) {

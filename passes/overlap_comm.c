@@ -55,9 +55,7 @@ typedef struct overlap {
 } overlap;
 
 static bool splits(const raf_stmt *s) {
-  return (s->op == RAF_OP_ALL_REDUCE || s->op == RAF_OP_REDUCE_SCATTER ||
-          s->op == RAF_OP_ALL_GATHER) &&
-         !raf_stmt_attr_bool(s, "async") &&
+  return raf_op_can_be_async(s->op) && !raf_stmt_is_async(s) &&
          raf_stmt_attr_int(s, "world_size") > 1;
 }
 

@@ -2,10 +2,12 @@
 multihost.py, faults.py): the check that raf-run has the mpi dialect, the
 two models they train with their data (the MLP example, batches of 100,
 and a small GPT-2, 4 sequences of 16), and the loss log reader."""
-import json, os, subprocess
+import json, os, subprocess, sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "test", "pylib"))
+from safetensors_np import read as read_safetensors  # noqa: E402
 
 
 def lacks_mpi(rr):
@@ -37,6 +39,18 @@ def make_models(tmp, steps, run):
         "gpt2": (f"{tmp}/gpt2.raf", "gpt2_train_step",
                  [f"--dataset=x=@{tmp}/tx.npy", f"--dataset=y=@{tmp}/ty.npy"]),
     }
+
+
+def reference(opt, rr, run, tmp, name, model, pipeline, steps):
+    """One process's training of model = (module, step, data flags) through
+    pipeline: its losses and checkpoint, against which the sharded runs are
+    compared."""
+    src, fn, data = model
+    ref = f"{tmp}/{name}.ref"
+    run([opt, "-p", pipeline, src, "-o", ref + ".raf"])
+    run([rr, ref + ".raf", f"--function={fn}", f"--steps={steps}", *data,
+         f"--log={ref}.jsonl", f"--save={ref}.safetensors", "--print=none"])
+    return losses(ref + ".jsonl"), read_safetensors(ref + ".safetensors")
 
 
 def losses(log):

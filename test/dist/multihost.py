@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pylib"))
 from faults import ENV, LIMIT, kill_rank, rank_pids, run_fault, report  # noqa: E402
 from safetensors_np import read as read_safetensors  # noqa: E402
 import netns  # noqa: E402
-from distmodels import lacks_mpi, losses, make_models  # noqa: E402
+from distmodels import lacks_mpi, losses, make_models, reference  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PREFIX = "rafmh"
@@ -90,11 +90,8 @@ def run_tests(opt, rr, tmp, subnet, hosts):
     base = "autodiff,optimizer{kind=adamw lr=1e-3 eps=1e-4}"
     tail = "inline,fuse,plan-memory"
     for model, (src, fn, data) in models.items():
-        ref = f"{tmp}/{model}.ref"
-        must([opt, "-p", f"{base},{tail}", src, "-o", ref + ".raf"])
-        must([rr, ref + ".raf", f"--function={fn}", f"--steps={STEPS}", *data,
-              f"--log={ref}.jsonl", f"--save={ref}.safetensors", "--print=none"])
-        ref_loss, ref_ckpt = losses(ref + ".jsonl"), read_safetensors(ref + ".safetensors")
+        ref_loss, ref_ckpt = reference(opt, rr, must, tmp, model, (src, fn, data),
+                                       f"{base},{tail}", STEPS)
         for zero in (0, 2):
             out = f"{tmp}/{model}.w4z{zero}"
             must([opt, "-p", f"{base},shard{{world=4 zero={zero}}},{tail}", src,

@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pylib"))
 from safetensors_np import read as read_safetensors  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from distmodels import lacks_mpi, losses, make_models  # noqa: E402
+from distmodels import lacks_mpi, losses, make_models, reference  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEPS = 10
@@ -242,11 +242,8 @@ def main():
     base = "autodiff,optimizer{kind=adamw lr=1e-3 eps=1e-4}"
     tail = "inline,fuse,plan-memory"
     for model, (src, fn, data) in models.items():
-        ref = f"{tmp}/{model}.ref"
-        run([opt, "-p", f"{base},{tail}", src, "-o", ref + ".raf"])
-        run([rr, ref + ".raf", f"--function={fn}", f"--steps={STEPS}", *data,
-             f"--log={ref}.jsonl", f"--save={ref}.safetensors", "--print=none"])
-        ref_loss, ref_ckpt = losses(ref + ".jsonl"), read_safetensors(ref + ".safetensors")
+        ref_loss, ref_ckpt = reference(opt, rr, run, tmp, model, (src, fn, data),
+                                       f"{base},{tail}", STEPS)
         # Every world and level, then the same with overlap-comm's async
         # collectives (world 2 at every level, world 4 at zero=3, and a
         # budget so small that every wait is pulled up to the next start).
