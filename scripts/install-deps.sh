@@ -7,7 +7,7 @@ packages=(build-essential cmake bison flex python3
           llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
           libopenblas-dev libdnnl-dev libcjson-dev libglpk-dev python3-numpy python3-onnx libonnx-testdata
           python3-torch python3-matplotlib dataset-fashion-mnist
-          libopenmpi-dev openmpi-bin
+          libopenmpi-dev openmpi-bin iproute2 openssh-client
           libprotobuf-c-dev protobuf-c-compiler python3-torchvision)
 
 missing=()
